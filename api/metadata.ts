@@ -1,0 +1,135 @@
+/**
+ * Metadata (key 3), versions 0-12.
+ * v0: an empty topic list means every topic; v1+: null means every topic and an
+ * empty list means none, and controller_id appears. v2 adds cluster_id, v4
+ * allow_auto_topic_creation, v7 leader epochs, v8 authorized operations, v10 topic
+ * ids (and lookup by id), v12 nullable topic names. Cluster authorized
+ * operations exist in v8-10 only.
+ */
+import { MESSAGES } from '../wire/messages/index.js';
+import type { MetadataRequest } from '../wire/messages/metadata-request.js';
+import type { MetadataResponse, MetadataResponseBroker, MetadataResponseTopic } from '../wire/messages/metadata-response.js';
+import { ErrorCode } from '../wire/errors.js';
+import { ZERO_UUID } from '../wire/reader.js';
+import { endpointFor, type MetadataImage, type TopicImage } from '../cluster/metadata-image.js';
+import { INTERNAL_TOPICS, topicNameProblem } from '../cluster/topic-names.js';
+import { defineHandler, type RequestContext } from './handler.js';
+
+/** Bits of READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: all a topic allows without an authorizer. */
+export const TOPIC_OPERATIONS = [3, 4, 5, 6, 7, 8, 10, 11].reduce((m, op) => m | (1 << op), 0);
+/** Bits of CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, CREATE_TOKENS, DESCRIBE_TOKENS. */
+export const CLUSTER_OPERATIONS = [5, 7, 8, 9, 10, 11, 12, 13, 14].reduce((m, op) => m | (1 << op), 0);
+const OPERATIONS_NOT_REQUESTED = -2147483648;
+
+function brokersOf(image: MetadataImage, listener: string): MetadataResponseBroker[] {
+  const out: MetadataResponseBroker[] = [];
+  for (const b of image.brokers.values()) {
+    const ep = endpointFor(b, listener);
+    if (ep) out.push({ nodeId: b.nodeId, host: ep.host, port: ep.port, rack: b.rack });
+  }
+  return out;
+}
+
+function describeTopic(t: TopicImage, includeOps: boolean): MetadataResponseTopic {
+  return {
+    errorCode: ErrorCode.NONE,
+    name: t.name,
+    topicId: t.topicId,
+    isInternal: t.internal,
+    partitions: t.partitions.map((p) => ({
+      errorCode: ErrorCode.NONE,
+      partitionIndex: p.partition,
+      leaderId: p.leader,
+      leaderEpoch: p.leaderEpoch,
+      replicaNodes: [...p.replicas],
+      isrNodes: [...p.isr],
+      offlineReplicas: [...p.offlineReplicas],
+    })),
+    topicAuthorizedOperations: includeOps ? TOPIC_OPERATIONS : OPERATIONS_NOT_REQUESTED,
+  };
+}
+
+function topicError(errorCode: number, name: string | null, topicId = ZERO_UUID): MetadataResponseTopic {
+  return { errorCode, name, topicId, isInternal: false, partitions: [], topicAuthorizedOperations: OPERATIONS_NOT_REQUESTED };
+}
+
+async function resolveTopic(
+  requested: { name: string | null; topicId: string },
+  allowCreate: boolean,
+  includeOps: boolean,
+  ctx: RequestContext,
+): Promise<MetadataResponseTopic> {
+  const store = ctx.services.metadata;
+  const image = store.image();
+  if (requested.name === null || requested.name === '') {
+    const byId = image.topicsById.get(requested.topicId);
+    if (!byId) return topicError(ErrorCode.UNKNOWN_TOPIC_ID, null, requested.topicId);
+    return describeTopic(byId, includeOps);
+  }
+  const name = requested.name;
+  const known = image.topics.get(name);
+  if (known) return describeTopic(known, includeOps);
+  if (topicNameProblem(name) !== null) return topicError(ErrorCode.INVALID_TOPIC_EXCEPTION, name);
+  const { settings } = ctx.services;
+  if (!allowCreate || !settings.autoCreateTopicsEnable || INTERNAL_TOPICS.has(name)) {
+    return topicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name);
+  }
+  try {
+    await store.createTopic({
+      name,
+      numPartitions: settings.numPartitions,
+      replicationFactor: Math.min(settings.defaultReplicationFactor, image.brokers.size),
+    });
+    ctx.services.log.info({ topic: name, partitions: settings.numPartitions }, 'auto-created topic');
+    // Kafka answers the creating request with LEADER_NOT_AVAILABLE; clients retry and then see the leader.
+    return topicError(ErrorCode.LEADER_NOT_AVAILABLE, name);
+  } catch (err) {
+    // Lost a race with another creator: describe what exists now.
+    const now = store.image().topics.get(name);
+    if (now) return describeTopic(now, includeOps);
+    ctx.services.log.warn({ topic: name, err }, 'auto-create failed');
+    return topicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name);
+  }
+}
+
+export const metadata = defineHandler<MetadataRequest, MetadataResponse>({
+  apiKey: 3,
+  name: 'Metadata',
+  request: MESSAGES.MetadataRequest!,
+  response: MESSAGES.MetadataResponse!,
+  minVersion: 0,
+  maxVersion: 12,
+  async handle(req, ctx) {
+    const v = ctx.apiVersion;
+    const image = ctx.services.metadata.image();
+    const all = req.topics === null || (v === 0 && req.topics.length === 0);
+    // Before v4 there is no flag, and Kafka creates topics whenever its config allows.
+    const allowCreate = v < 4 ? true : req.allowAutoTopicCreation;
+    const includeOps = v >= 8 && req.includeTopicAuthorizedOperations;
+    const topics: MetadataResponseTopic[] = [];
+    if (all) {
+      for (const t of image.topics.values()) topics.push(describeTopic(t, includeOps));
+    } else {
+      for (const t of req.topics!) topics.push(await resolveTopic(t, allowCreate, includeOps, ctx));
+    }
+    return {
+      throttleTimeMs: 0,
+      brokers: brokersOf(image, ctx.listener),
+      clusterId: image.clusterId,
+      controllerId: image.controllerId,
+      topics,
+      clusterAuthorizedOperations: v >= 8 && v <= 10 && req.includeClusterAuthorizedOperations ? CLUSTER_OPERATIONS : OPERATIONS_NOT_REQUESTED,
+    };
+  },
+  errorResponse(req, errorCode, ctx) {
+    const image = ctx.services.metadata.image();
+    return {
+      throttleTimeMs: 0,
+      brokers: brokersOf(image, ctx.listener),
+      clusterId: image.clusterId,
+      controllerId: image.controllerId,
+      topics: (req.topics ?? []).map((t) => topicError(errorCode, t.name, t.topicId)),
+      clusterAuthorizedOperations: OPERATIONS_NOT_REQUESTED,
+    };
+  },
+});

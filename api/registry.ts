@@ -1,0 +1,28 @@
+/**
+ * Every API gregor serves. This array is the dispatch table and, through
+ * `advertisedVersions`, the ApiVersions answer: adding a handler here is the only
+ * way to advertise an API.
+ */
+import type { ApiHandler, ApiVersionRange } from './handler.js';
+import { apiVersions } from './api-versions.js';
+import { metadata } from './metadata.js';
+
+export const HANDLERS: readonly ApiHandler[] = [metadata, apiVersions];
+
+export function handlerTable(handlers: readonly ApiHandler[] = HANDLERS): Map<number, ApiHandler> {
+  const table = new Map<number, ApiHandler>();
+  for (const h of handlers) {
+    if (table.has(h.apiKey)) throw new Error(`two handlers for api key ${h.apiKey}`);
+    if (h.maxVersion > h.request.versions[1] || h.minVersion < h.request.versions[0]) {
+      throw new Error(`${h.name} serves v${h.minVersion}-${h.maxVersion} beyond its declaration`);
+    }
+    table.set(h.apiKey, h);
+  }
+  return table;
+}
+
+export function advertisedVersions(handlers: readonly ApiHandler[] = HANDLERS): ApiVersionRange[] {
+  return [...handlers]
+    .sort((a, b) => a.apiKey - b.apiKey)
+    .map((h) => ({ apiKey: h.apiKey, minVersion: h.minVersion, maxVersion: h.maxVersion }));
+}

@@ -1,0 +1,94 @@
+/**
+ * Metadata of a single broker, kept in its data directory. The broker is the
+ * controller and the leader of every partition, and the ISR is itself.
+ */
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { readFileIfExists, writeFileAtomic } from '../storage/atomic-file.js';
+import { buildImage, type BrokerRegistration, type MetadataImage, type MetadataStore, type NewTopic, type TopicImage } from './metadata-image.js';
+import { INTERNAL_TOPICS, collisionKey } from './topic-names.js';
+
+const FILE = 'gregor-metadata.json';
+
+interface StoredTopic {
+  name: string;
+  topicId: string;
+  configs: Record<string, string>;
+  partitions: { partition: number; leaderEpoch: number }[];
+}
+
+interface StoredMetadata {
+  version: 1;
+  topics: StoredTopic[];
+}
+
+export class TopicExistsError extends Error {}
+
+export class LocalMetadataStore implements MetadataStore {
+  private current: MetadataImage;
+  private stored: StoredMetadata;
+  private readonly path: string;
+
+  constructor(
+    dataDir: string,
+    private readonly clusterId: string,
+    private readonly self: BrokerRegistration,
+  ) {
+    this.path = join(dataDir, FILE);
+    const text = readFileIfExists(this.path);
+    this.stored = text === null ? { version: 1, topics: [] } : (JSON.parse(text) as StoredMetadata);
+    this.current = this.build();
+  }
+
+  image(): MetadataImage {
+    return this.current;
+  }
+
+  async createTopic(topic: NewTopic): Promise<TopicImage> {
+    const clash = this.stored.topics.find((t) => t.name === topic.name || collisionKey(t.name) === collisionKey(topic.name));
+    if (clash) throw new TopicExistsError(clash.name === topic.name ? `Topic '${topic.name}' already exists.` : `Topic '${topic.name}' collides with existing topic '${clash.name}'.`);
+    const entry: StoredTopic = {
+      name: topic.name,
+      topicId: newTopicId(),
+      configs: { ...(topic.configs ?? {}) },
+      partitions: Array.from({ length: topic.numPartitions }, (_, partition) => ({ partition, leaderEpoch: 0 })),
+    };
+    const next: StoredMetadata = { ...this.stored, topics: [...this.stored.topics, entry] };
+    writeFileAtomic(this.path, JSON.stringify(next, null, 1));
+    this.stored = next;
+    this.current = this.build();
+    return this.current.topics.get(topic.name)!;
+  }
+
+  async close(): Promise<void> {}
+
+  private build(): MetadataImage {
+    const id = this.self.nodeId;
+    const topics: TopicImage[] = this.stored.topics.map((t) => ({
+      name: t.name,
+      topicId: t.topicId,
+      internal: INTERNAL_TOPICS.has(t.name),
+      configs: t.configs,
+      partitions: t.partitions.map((p) => ({
+        partition: p.partition,
+        leader: id,
+        leaderEpoch: p.leaderEpoch,
+        replicas: [id],
+        isr: [id],
+        offlineReplicas: [],
+      })),
+    }));
+    return buildImage(this.clusterId, id, [this.self], topics);
+  }
+}
+
+/** A random version-4 UUID that is neither the zero id nor Kafka's reserved metadata id. */
+function newTopicId(): string {
+  for (;;) {
+    const b = randomBytes(16);
+    b[6] = (b[6]! & 0x0f) | 0x40;
+    b[8] = (b[8]! & 0x3f) | 0x80;
+    const id = b.toString('base64url');
+    if (id !== 'AAAAAAAAAAAAAAAAAAAAAA' && id !== 'AAAAAAAAAAAAAAAAAAAAAQ') return id;
+  }
+}

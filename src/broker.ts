@@ -1,0 +1,165 @@
+/**
+ * The broker process: binds the listeners, opens the data directory and the
+ * metadata store, serves connections, and shuts down gracefully.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { LocalMetadataStore } from '../cluster/local-metadata-store.js';
+import type { Endpoint, MetadataStore } from '../cluster/metadata-image.js';
+import { loadOrCreateIdentity, lockDataDir } from '../storage/data-dir.js';
+import { HANDLERS, advertisedVersions, handlerTable } from '../api/registry.js';
+import type { BrokerServices } from '../api/handler.js';
+import { Connection, type Dispatch } from './connection.js';
+import type { BrokerConfig, ListenerSpec } from './config.js';
+
+export class StartError extends Error {}
+
+interface Bound {
+  readonly spec: ListenerSpec;
+  readonly server: Server;
+  readonly port: number;
+}
+
+export class Broker {
+  private readonly connections = new Set<Connection>();
+  private stopping: Promise<void> | null = null;
+
+  private constructor(
+    readonly config: BrokerConfig,
+    readonly log: Logger,
+    readonly clusterId: string,
+    readonly dataDir: string,
+    private readonly bound: readonly Bound[],
+    readonly advertised: readonly Endpoint[],
+    private readonly store: MetadataStore,
+    private readonly unlock: () => void,
+  ) {}
+
+  /** host:port of the first listener as bound (the real port when 0 was asked for). */
+  get listenAddress(): string {
+    const b = this.bound[0]!;
+    return formatHostPort(b.spec.host, b.port);
+  }
+
+  /** host:port clients are told to use on the first listener. */
+  get bootstrap(): string {
+    const a = this.advertised[0]!;
+    return formatHostPort(a.host, a.port);
+  }
+
+  static async start(config: BrokerConfig, log: Logger): Promise<Broker> {
+    const dataDir = resolve(config.dataDir);
+    let unlock: () => void;
+    let identity;
+    try {
+      unlock = lockDataDir(dataDir);
+      identity = loadOrCreateIdentity(dataDir, config.nodeId);
+    } catch (err) {
+      throw new StartError(`cannot use data directory ${dataDir}: ${(err as Error).message}`);
+    }
+    const bound: Bound[] = [];
+    try {
+      for (const spec of config.listeners) bound.push(await listen(spec));
+    } catch (err) {
+      for (const b of bound) b.server.close();
+      unlock();
+      throw err;
+    }
+    const advertised = bound.map(({ spec, port }): Endpoint => {
+      const adv = config.advertisedListeners?.find((a) => a.name === spec.name);
+      if (adv) return { listener: spec.name, host: adv.host, port: adv.port === 0 ? port : adv.port };
+      const host = spec.host === '' || spec.host === '0.0.0.0' || spec.host === '::' ? hostname() : spec.host;
+      return { listener: spec.name, host, port };
+    });
+    const store = new LocalMetadataStore(dataDir, identity.clusterId, {
+      nodeId: config.nodeId,
+      rack: config.rack,
+      endpoints: advertised,
+    });
+    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, unlock);
+    const services: BrokerServices = {
+      settings: config,
+      metadata: store,
+      log,
+      apiVersions: advertisedVersions(HANDLERS),
+    };
+    const dispatch: Dispatch = { handlers: handlerTable(HANDLERS), services };
+    for (const b of bound) b.server.on('connection', (socket) => broker.accept(socket, b.spec.name, dispatch));
+    return broker;
+  }
+
+  private accept(socket: Socket, listener: string, dispatch: Dispatch): void {
+    if (this.stopping || this.connections.size >= this.config.maxConnections) {
+      this.log.warn({ remote: socket.remoteAddress, open: this.connections.size }, this.stopping ? 'refusing connection during shutdown' : 'max.connections reached; closing new connection');
+      socket.destroy();
+      return;
+    }
+    const conn = new Connection(
+      socket,
+      listener,
+      {
+        maxRequestBytes: this.config.socketRequestMaxBytes,
+        queuedMaxRequests: this.config.queuedMaxRequests,
+        idleMs: this.config.connectionsMaxIdleMs,
+      },
+      dispatch,
+      this.log,
+    );
+    this.connections.add(conn);
+    socket.on('close', () => this.connections.delete(conn));
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  /**
+   * Stops accepting, lets every connection finish the requests it has already
+   * read (bounded by shutdown.timeout.ms), closes them, then releases the data
+   * directory.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      const closed = Promise.all(this.bound.map((b) => new Promise<void>((res) => b.server.close(() => res()))));
+      const finish = Promise.all([...this.connections].map((c) => c.finishInFlight()));
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<'timeout'>((res) => {
+        timer = setTimeout(() => res('timeout'), this.config.shutdownTimeoutMs);
+      });
+      if ((await Promise.race([finish, timeout])) === 'timeout') {
+        this.log.warn({ open: this.connections.size }, 'shutdown.timeout.ms passed with requests in flight; closing anyway');
+      }
+      clearTimeout(timer);
+      for (const c of this.connections) c.close('broker shutting down');
+      await closed;
+      await this.store.close();
+      this.unlock();
+    })();
+    return this.stopping;
+  }
+}
+
+function listen(spec: ListenerSpec): Promise<Bound> {
+  return new Promise((resolvePromise, reject) => {
+    const server = createServer({ noDelay: true });
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const where = formatHostPort(spec.host, spec.port);
+      if (err.code === 'EADDRINUSE') reject(new StartError(`${where} is already in use; stop the other process or choose another port with --listen`));
+      else if (err.code === 'EADDRNOTAVAIL') reject(new StartError(`cannot listen on ${where}: no such local address`));
+      else reject(new StartError(`cannot listen on ${where}: ${err.message}`));
+    });
+    server.listen({ host: spec.host === '' ? undefined : spec.host, port: spec.port }, () => {
+      const addr = server.address();
+      const port = typeof addr === 'object' && addr ? addr.port : spec.port;
+      server.removeAllListeners('error');
+      server.on('error', () => {});
+      resolvePromise({ spec, server, port });
+    });
+  });
+}
+
+export function formatHostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}

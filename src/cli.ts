@@ -1,0 +1,166 @@
+/**
+ * bin/gregor. The contract other tools rely on:
+ *   gregor start [--config FILE] [--listen HOST:PORT] [--advertise HOST:PORT]
+ *                [--data-dir DIR] [--broker-id N] [--override key=value]...
+ * It logs where it listens and where the data lives once it is ready. A bad flag,
+ * an unknown config key or a port in use exits non-zero before anything starts.
+ */
+import { readFileSync } from 'node:fs';
+import { ConfigError, envSource, fileSource, resolveConfig, type ConfigSource } from './config.js';
+import { Broker, StartError } from './broker.js';
+import { createLogger } from './logger.js';
+
+const USAGE = `usage: gregor start [options]
+
+  --config FILE          server.properties-style file (Kafka's config names)
+  --listen HOST:PORT     listen address (sets listeners=PLAINTEXT://HOST:PORT); port 0 picks one
+  --advertise HOST:PORT  address given to clients (sets advertised.listeners)
+  --data-dir DIR         data directory (sets log.dirs)
+  --broker-id N          broker id (sets node.id)
+  --override KEY=VALUE   any config key; repeatable
+  --log-level LEVEL      trace, debug, info, warn or error (default info)
+
+Config precedence: file, then GREGOR_* environment variables (GREGOR_LOG_DIRS
+sets log.dirs), then flags.
+
+  gregor version         print the version
+  gregor help            this text`;
+
+export class UsageError extends Error {}
+
+export interface StartArgs {
+  sources: ConfigSource[];
+  logLevel: string | undefined;
+}
+
+export function parseStartArgs(argv: readonly string[], env: NodeJS.ProcessEnv): StartArgs {
+  const flags: [string, string][] = [];
+  let configFile: string | undefined;
+  let logLevel: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const eq = arg.indexOf('=');
+    const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
+    const inline = arg.startsWith('--') && eq > 0 ? arg.slice(eq + 1) : undefined;
+    const value = (): string => {
+      if (inline !== undefined) return inline;
+      const next = argv[++i];
+      if (next === undefined || next.startsWith('--')) throw new UsageError(`${name} needs a value`);
+      return next;
+    };
+    switch (name) {
+      case '--config': configFile = value(); break;
+      case '--listen': flags.push(['listeners', `PLAINTEXT://${hostPort(value(), name)}`]); break;
+      case '--advertise': flags.push(['advertised.listeners', `PLAINTEXT://${hostPort(value(), name)}`]); break;
+      case '--data-dir': flags.push(['log.dirs', value()]); break;
+      case '--broker-id': {
+        const v = value();
+        if (!/^\d+$/.test(v)) throw new UsageError(`--broker-id needs a non-negative whole number, not "${v}"`);
+        flags.push(['node.id', v]);
+        break;
+      }
+      case '--override': {
+        const kv = value();
+        const at = kv.indexOf('=');
+        if (at <= 0) throw new UsageError(`--override needs KEY=VALUE, not "${kv}"`);
+        flags.push([kv.slice(0, at), kv.slice(at + 1)]);
+        break;
+      }
+      case '--log-level': {
+        const v = value();
+        if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(v)) throw new UsageError(`--log-level: unknown level "${v}"`);
+        logLevel = v;
+        break;
+      }
+      default:
+        throw new UsageError(`unknown option "${arg}"`);
+    }
+  }
+  const sources: ConfigSource[] = [];
+  if (configFile !== undefined) sources.push(fileSource(configFile));
+  sources.push(envSource(env), { origin: 'command line', values: flags });
+  return { sources, logLevel };
+}
+
+function hostPort(v: string, flag: string): string {
+  if (!/^(\[[^\]]+\]|[^:\s]*):\d+$/.test(v)) throw new UsageError(`${flag} needs HOST:PORT, not "${v}"`);
+  return v;
+}
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === 'help' || command === '--help' || command === '-h') {
+    console.log(USAGE);
+    return 0;
+  }
+  if (command === 'version' || command === '--version') {
+    console.log(version());
+    return 0;
+  }
+  if (command !== 'start') {
+    console.error(command === undefined ? USAGE : `gregor: unknown command "${command}"\n\n${USAGE}`);
+    return 2;
+  }
+  let args: StartArgs;
+  let config;
+  try {
+    args = parseStartArgs(rest, process.env);
+    config = resolveConfig(args.sources);
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof ConfigError) {
+      console.error(`gregor: ${err.message}`);
+      return 2;
+    }
+    throw err;
+  }
+  const log = createLogger({ level: args.logLevel });
+  let broker: Broker;
+  try {
+    broker = await Broker.start(config, log);
+  } catch (err) {
+    if (err instanceof StartError) {
+      console.error(`gregor: ${err.message}`);
+      return 1;
+    }
+    throw err;
+  }
+  log.info(
+    {
+      listen: broker.listenAddress,
+      advertise: broker.bootstrap,
+      dataDir: broker.dataDir,
+      clusterId: broker.clusterId,
+      nodeId: config.nodeId,
+      startupMs: Math.round(performance.now()),
+    },
+    'gregor ready',
+  );
+  return new Promise<number>((resolveExit) => {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (++signals > 1) {
+        log.warn({ signal }, 'second signal; exiting now');
+        resolveExit(1);
+        return;
+      }
+      log.info({ signal }, 'shutting down');
+      broker.stop().then(
+        () => {
+          log.info('stopped');
+          resolveExit(0);
+        },
+        (err: unknown) => {
+          log.error({ err }, 'shutdown failed');
+          resolveExit(1);
+        },
+      );
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}

@@ -1,0 +1,192 @@
+/**
+ * Broker configuration, with Kafka's names and defaults. Values come from a
+ * server.properties-style file, then the environment, then command-line flags;
+ * a later source overrides an earlier one. Unknown keys are errors, so a typo
+ * never silently falls back to a default.
+ */
+import { readFileSync } from 'node:fs';
+import { parseProperties } from '../storage/atomic-file.js';
+
+type Kind = 'int' | 'long' | 'bool' | 'string' | 'list';
+
+interface Def {
+  readonly kind: Kind;
+  readonly default: string | null;
+  readonly doc: string;
+  readonly min?: number;
+  readonly max?: number;
+}
+
+/** The keys gregor understands. README's configuration table is built from this. */
+export const CONFIG_DEFS = {
+  'listeners': { kind: 'list', default: 'PLAINTEXT://127.0.0.1:9092', doc: 'Addresses to listen on, NAME://HOST:PORT, comma-separated. Port 0 picks a free port.' },
+  'advertised.listeners': { kind: 'list', default: null, doc: 'Addresses given to clients in Metadata, per listener name. Defaults to the bound listeners.' },
+  'log.dirs': { kind: 'list', default: null, doc: 'Data directory (the first entry is used). Overrides log.dir.' },
+  'log.dir': { kind: 'string', default: './data', doc: 'Data directory when log.dirs is not set.' },
+  'node.id': { kind: 'int', default: '1', doc: 'This broker\'s id.', min: 0 },
+  'broker.id': { kind: 'int', default: null, doc: 'Older name of node.id; used when node.id is not set.', min: 0 },
+  'broker.rack': { kind: 'string', default: null, doc: 'Rack of this broker, reported in Metadata.' },
+  'num.partitions': { kind: 'int', default: '1', doc: 'Partitions of an auto-created topic.', min: 1 },
+  'default.replication.factor': { kind: 'int', default: '1', doc: 'Replication factor of an auto-created topic.', min: 1 },
+  'auto.create.topics.enable': { kind: 'bool', default: 'true', doc: 'Create a topic when a client asks for an unknown one and allows it.' },
+  'socket.request.max.bytes': { kind: 'int', default: '104857600', doc: 'Largest request frame accepted; a larger one closes the connection.', min: 1 },
+  'max.connections': { kind: 'int', default: '2147483647', doc: 'Open client connections allowed; more are closed at once.', min: 0 },
+  'connections.max.idle.ms': { kind: 'long', default: '600000', doc: 'Idle connections are closed after this long.', min: 1 },
+  'queued.max.requests': { kind: 'int', default: '500', doc: 'Requests read ahead on one connection before reading pauses.', min: 1 },
+  'offsets.topic.num.partitions': { kind: 'int', default: '50', doc: 'Partitions of __consumer_offsets.', min: 1 },
+  'offsets.topic.replication.factor': { kind: 'int', default: '3', doc: 'Replication factor of __consumer_offsets, capped by live brokers.', min: 1 },
+  'transaction.state.log.replication.factor': { kind: 'int', default: '3', doc: 'Replication factor of __transaction_state, capped by live brokers.', min: 1 },
+  'transaction.state.log.min.isr': { kind: 'int', default: '2', doc: 'min.insync.replicas of __transaction_state.', min: 1 },
+  'group.initial.rebalance.delay.ms': { kind: 'int', default: '3000', doc: 'Wait before the first rebalance of a new group.', min: 0 },
+  'min.insync.replicas': { kind: 'int', default: '1', doc: 'Default min.insync.replicas of topics.', min: 1 },
+  'message.max.bytes': { kind: 'int', default: '1048588', doc: 'Largest record batch accepted (topic config max.message.bytes).', min: 0 },
+  'log.segment.bytes': { kind: 'int', default: '1073741824', doc: 'Segment size before rolling (topic config segment.bytes).', min: 14 },
+  'log.retention.hours': { kind: 'int', default: '168', doc: 'Retention time in hours.' },
+  'log.retention.ms': { kind: 'long', default: null, doc: 'Retention time in ms; overrides log.retention.hours. -1 keeps data forever.' },
+  'log.retention.bytes': { kind: 'long', default: '-1', doc: 'Retention size per partition; -1 means no limit.' },
+  'shutdown.timeout.ms': { kind: 'long', default: '30000', doc: 'Longest a graceful shutdown waits for in-flight requests.', min: 0 },
+} as const satisfies Record<string, Def>;
+
+export type ConfigKey = keyof typeof CONFIG_DEFS;
+
+export class ConfigError extends Error {}
+
+export interface ListenerSpec {
+  readonly name: string;
+  readonly host: string;
+  readonly port: number;
+}
+
+/** The typed configuration the rest of the broker reads. */
+export interface BrokerConfig {
+  readonly raw: ReadonlyMap<ConfigKey, string>;
+  readonly listeners: readonly ListenerSpec[];
+  readonly advertisedListeners: readonly ListenerSpec[] | null;
+  readonly dataDir: string;
+  readonly nodeId: number;
+  readonly rack: string | null;
+  readonly numPartitions: number;
+  readonly defaultReplicationFactor: number;
+  readonly autoCreateTopicsEnable: boolean;
+  readonly socketRequestMaxBytes: number;
+  readonly maxConnections: number;
+  readonly connectionsMaxIdleMs: number;
+  readonly queuedMaxRequests: number;
+  readonly shutdownTimeoutMs: number;
+}
+
+export type ConfigSource = { origin: string; values: Iterable<[string, string]> };
+
+/** Reads a server.properties-style file. */
+export function fileSource(path: string): ConfigSource {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${path}: ${(err as Error).message}`);
+  }
+  return { origin: path, values: parseProperties(text) };
+}
+
+/**
+ * GREGOR_LOG_DIRS=... sets log.dirs: after the prefix, '_' stands for '.', '__'
+ * for '_' and '___' for '-' (the convention of Kafka's container images).
+ */
+export function envSource(env: NodeJS.ProcessEnv, prefix = 'GREGOR_'): ConfigSource {
+  const values: [string, string][] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith(prefix) || value === undefined) continue;
+    const key = name
+      .slice(prefix.length)
+      .toLowerCase()
+      .replace(/___/g, '\u0001')
+      .replace(/__/g, '\u0002')
+      .replace(/_/g, '.')
+      .replace(/\u0001/g, '-')
+      .replace(/\u0002/g, '_');
+    values.push([key, value]);
+  }
+  return { origin: 'environment', values };
+}
+
+export function parseListener(spec: string, what: string): ListenerSpec {
+  const trimmed = spec.trim();
+  const m = /^(?:([A-Za-z_][A-Za-z0-9_]*):\/\/)?(\[[^\]]*\]|[^:]*):(\d+)$/.exec(trimmed);
+  if (!m) throw new ConfigError(`${what}: "${trimmed}" is not NAME://HOST:PORT or HOST:PORT`);
+  const port = Number(m[3]);
+  if (port > 65535) throw new ConfigError(`${what}: port ${port} is out of range`);
+  let host = m[2]!;
+  if (host.startsWith('[')) host = host.slice(1, -1);
+  return { name: (m[1] ?? 'PLAINTEXT').toUpperCase(), host, port };
+}
+
+function checkValue(key: ConfigKey, value: string, origin: string): void {
+  const def: Def = CONFIG_DEFS[key];
+  const where = `${key}=${value} (from ${origin})`;
+  switch (def.kind) {
+    case 'int':
+    case 'long': {
+      if (!/^-?\d+$/.test(value.trim())) throw new ConfigError(`${where}: expected a whole number`);
+      const n = Number(value);
+      if (def.kind === 'int' && (n > 2147483647 || n < -2147483648)) throw new ConfigError(`${where}: out of int range`);
+      if (def.min !== undefined && n < def.min) throw new ConfigError(`${where}: must be at least ${def.min}`);
+      if (def.max !== undefined && n > def.max) throw new ConfigError(`${where}: must be at most ${def.max}`);
+      break;
+    }
+    case 'bool':
+      if (!/^(true|false)$/i.test(value.trim())) throw new ConfigError(`${where}: expected true or false`);
+      break;
+    default:
+      break;
+  }
+}
+
+/** Merges the sources in order and validates every key and value. */
+export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
+  const raw = new Map<ConfigKey, string>();
+  for (const src of sources) {
+    for (const [key, value] of src.values) {
+      if (!(key in CONFIG_DEFS)) {
+        throw new ConfigError(`unknown config key "${key}" (from ${src.origin}); see the configuration table in README.md`);
+      }
+      checkValue(key as ConfigKey, value, src.origin);
+      raw.set(key as ConfigKey, value.trim());
+    }
+  }
+  const get = (k: ConfigKey): string | null => raw.get(k) ?? CONFIG_DEFS[k].default;
+  const int = (k: ConfigKey): number => Number(get(k));
+  const bool = (k: ConfigKey): boolean => get(k)!.toLowerCase() === 'true';
+
+  const listeners = get('listeners')!.split(',').filter((s) => s.trim() !== '').map((s) => parseListener(s, 'listeners'));
+  if (listeners.length === 0) throw new ConfigError('listeners: at least one listener is needed');
+  const names = new Set<string>();
+  for (const l of listeners) {
+    if (names.has(l.name)) throw new ConfigError(`listeners: listener name ${l.name} appears twice`);
+    names.add(l.name);
+  }
+  const adv = get('advertised.listeners');
+  const advertisedListeners = adv === null ? null : adv.split(',').filter((s) => s.trim() !== '').map((s) => parseListener(s, 'advertised.listeners'));
+  for (const a of advertisedListeners ?? []) {
+    if (!names.has(a.name)) throw new ConfigError(`advertised.listeners: ${a.name} is not one of the listeners (${[...names].join(', ')})`);
+    if (a.host === '' || a.host === '0.0.0.0' || a.host === '::') throw new ConfigError(`advertised.listeners: ${a.name} needs a host clients can reach, not "${a.host}"`);
+  }
+  const dirs = get('log.dirs');
+  const dataDir = dirs !== null ? dirs.split(',')[0]!.trim() : get('log.dir')!;
+  const nodeId = raw.has('node.id') || !raw.has('broker.id') ? int('node.id') : int('broker.id');
+  return {
+    raw,
+    listeners,
+    advertisedListeners,
+    dataDir,
+    nodeId,
+    rack: get('broker.rack'),
+    numPartitions: int('num.partitions'),
+    defaultReplicationFactor: int('default.replication.factor'),
+    autoCreateTopicsEnable: bool('auto.create.topics.enable'),
+    socketRequestMaxBytes: int('socket.request.max.bytes'),
+    maxConnections: int('max.connections'),
+    connectionsMaxIdleMs: int('connections.max.idle.ms'),
+    queuedMaxRequests: int('queued.max.requests'),
+    shutdownTimeoutMs: int('shutdown.timeout.ms'),
+  };
+}

@@ -1,0 +1,236 @@
+/**
+ * One client connection. Frames are parsed in arrival order and handled one at a
+ * time, so requests on a connection take effect in the order they were sent and
+ * responses go back in that order (as Kafka does by muting a channel while it
+ * has a request in flight). Other connections are never blocked by this one.
+ */
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { Reader } from '../wire/reader.js';
+import { Writer } from '../wire/writer.js';
+import { codecFor } from '../wire/codec.js';
+import { API_VERSIONS_KEY, finishFrame, readHeaderRest, readHeaderStart, requestHeaderVersion, responseHeaderVersion, startResponse } from '../wire/headers.js';
+import { ErrorCode } from '../wire/errors.js';
+import { NO_RESPONSE, type ApiHandler, type BrokerServices, type RequestContext } from '../api/handler.js';
+import { apiVersionsBody } from '../api/api-versions.js';
+
+export interface ConnectionLimits {
+  readonly maxRequestBytes: number;
+  readonly queuedMaxRequests: number;
+  readonly idleMs: number;
+}
+
+export interface Dispatch {
+  readonly handlers: ReadonlyMap<number, ApiHandler>;
+  readonly services: BrokerServices;
+}
+
+type Outcome = Buffer | null | { close: string };
+
+export class Connection {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  private readonly queue: Buffer[] = [];
+  private busy = false;
+  private closed = false;
+  private paused = false;
+  private idleWaiters: (() => void)[] = [];
+  readonly remote: string;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly listener: string,
+    private readonly limits: ConnectionLimits,
+    private readonly dispatch: Dispatch,
+    private readonly log: Logger,
+  ) {
+    this.remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
+    socket.setNoDelay(true);
+    socket.setTimeout(limits.idleMs, () => this.close('idle for connections.max.idle.ms'));
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('error', (err) => this.log.debug({ remote: this.remote, err: err.message }, 'connection error'));
+    socket.on('close', () => {
+      this.closed = true;
+      this.queue.length = 0;
+      this.notifyIdle();
+    });
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.closed) return;
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    while (this.buffered >= 4) {
+      const size = this.peekSize();
+      if (size < 0 || size > this.limits.maxRequestBytes) {
+        this.close(`request size ${size} is outside 0..socket.request.max.bytes (${this.limits.maxRequestBytes})`, 'warn');
+        return;
+      }
+      if (this.buffered < 4 + size) break;
+      this.queue.push(this.take(4 + size).subarray(4));
+    }
+    if (this.queue.length >= this.limits.queuedMaxRequests && !this.paused) {
+      this.paused = true;
+      this.socket.pause();
+    }
+    void this.pump();
+  }
+
+  private peekSize(): number {
+    const first = this.chunks[0]!;
+    if (first.length >= 4) return first.readInt32BE(0);
+    return Buffer.concat(this.chunks, 4).readInt32BE(0);
+  }
+
+  /** Removes exactly n bytes from the front of the buffered chunks. */
+  private take(n: number): Buffer {
+    const first = this.chunks[0]!;
+    let out: Buffer;
+    if (first.length >= n) {
+      out = first.subarray(0, n);
+      if (first.length === n) this.chunks.shift();
+      else this.chunks[0] = first.subarray(n);
+    } else {
+      out = Buffer.allocUnsafe(n);
+      let filled = 0;
+      while (filled < n) {
+        const c = this.chunks[0]!;
+        const want = Math.min(c.length, n - filled);
+        c.copy(out, filled, 0, want);
+        filled += want;
+        if (want === c.length) this.chunks.shift();
+        else this.chunks[0] = c.subarray(want);
+      }
+    }
+    this.buffered -= n;
+    return out;
+  }
+
+  private async pump(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      while (this.queue.length > 0 && !this.closed) {
+        const frame = this.queue.shift()!;
+        const outcome = await this.handleFrame(frame);
+        if (this.closed) break;
+        if (outcome === null) continue;
+        if (!Buffer.isBuffer(outcome)) {
+          this.close(outcome.close, 'warn');
+          break;
+        }
+        if (!this.socket.write(outcome)) await this.waitDrain();
+        if (this.paused && this.queue.length < this.limits.queuedMaxRequests / 2) {
+          this.paused = false;
+          this.socket.resume();
+        }
+      }
+    } finally {
+      this.busy = false;
+      this.notifyIdle();
+    }
+  }
+
+  private waitDrain(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.socket.off('drain', done);
+        this.socket.off('close', done);
+        resolve();
+      };
+      this.socket.once('drain', done);
+      this.socket.once('close', done);
+    });
+  }
+
+  /** Decodes one frame, runs its handler and encodes the answer; never throws. */
+  async handleFrame(frame: Buffer): Promise<Outcome> {
+    const r = new Reader(frame);
+    const { apiKey, apiVersion, correlationId } = readHeaderStart(r);
+    if (r.error) return { close: `malformed request header: ${r.error}` };
+    const handler = this.dispatch.handlers.get(apiKey);
+    if (!handler) return { close: `unsupported api key ${apiKey}` };
+    if (apiVersion < handler.minVersion || apiVersion > handler.maxVersion) {
+      if (apiKey === API_VERSIONS_KEY) return this.unsupportedApiVersions(correlationId);
+      return { close: `${handler.name} v${apiVersion} is not supported (serving v${handler.minVersion}-${handler.maxVersion})` };
+    }
+    const clientId = readHeaderRest(r, requestHeaderVersion(apiKey, apiVersion, handler.request));
+    if (r.error) return { close: `malformed ${handler.name} v${apiVersion} header: ${r.error}` };
+    const codec = codecFor(handler.request, apiVersion);
+    const req = codec.decode(r);
+    if (r.error) return { close: `malformed ${handler.name} v${apiVersion} request: ${r.error}` };
+    if (r.remaining !== 0) return { close: `${handler.name} v${apiVersion} request has ${r.remaining} trailing bytes` };
+
+    const ctx: RequestContext = {
+      apiVersion,
+      correlationId,
+      clientId,
+      listener: this.listener,
+      clientHost: this.socket.remoteAddress ?? '',
+      services: this.dispatch.services,
+    };
+    let res: unknown;
+    try {
+      res = await handler.handle(req, ctx);
+    } catch (err) {
+      this.log.error({ err, api: handler.name, version: apiVersion, clientId }, 'request failed; answering UNKNOWN_SERVER_ERROR');
+      try {
+        res = handler.errorResponse(req, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
+      } catch (inner) {
+        return { close: `${handler.name} failed: ${(inner as Error).message}` };
+      }
+    }
+    if (res === NO_RESPONSE) return null;
+    try {
+      const w = new Writer(1024);
+      const start = startResponse(w, correlationId, responseHeaderVersion(apiKey, apiVersion, handler.response));
+      codecFor(handler.response, apiVersion).encode(w, res);
+      finishFrame(w, start);
+      return w.finish();
+    } catch (err) {
+      this.log.error({ err, api: handler.name, version: apiVersion }, 'could not encode response');
+      return { close: `${handler.name} v${apiVersion} response could not be encoded` };
+    }
+  }
+
+  /** KIP-511: a version we do not know still gets the table, in the v0 layout. */
+  private unsupportedApiVersions(correlationId: number): Buffer {
+    const handler = this.dispatch.handlers.get(API_VERSIONS_KEY)!;
+    const w = new Writer(512);
+    const start = startResponse(w, correlationId, 0);
+    codecFor(handler.response, 0).encode(w, apiVersionsBody(ErrorCode.UNSUPPORTED_VERSION, { services: this.dispatch.services }));
+    finishFrame(w, start);
+    return w.finish();
+  }
+
+  private notifyIdle(): void {
+    if (this.busy && !this.closed) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  /** Stops reading and resolves when the requests already read are answered. */
+  finishInFlight(): Promise<void> {
+    if (!this.paused) this.socket.pause();
+    this.paused = true;
+    if (this.closed || (!this.busy && this.queue.length === 0)) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  close(reason: string, level: 'debug' | 'info' | 'warn' = 'debug'): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.log[level]({ remote: this.remote, reason }, 'closing connection');
+    this.queue.length = 0;
+    this.chunks = [];
+    this.socket.end();
+    this.socket.destroySoon?.();
+    setTimeout(() => this.socket.destroy(), 1000).unref();
+    this.notifyIdle();
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * A broker's data directory: its identity file (meta.properties, the same keys
+ * Kafka writes) and a lock so two brokers never share one directory.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, openSync, closeSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { formatProperties, parseProperties, readFileIfExists, writeFileAtomic } from './atomic-file.js';
+
+export interface DirIdentity {
+  clusterId: string;
+  nodeId: number;
+  directoryId: string;
+}
+
+/** 16 random bytes in URL-safe base64 without padding, as Kafka prints ids. */
+export function randomKafkaId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+export class DataDirError extends Error {}
+
+/**
+ * Reads meta.properties, or writes a new one on first start. A directory that
+ * belongs to another node id is refused rather than silently adopted.
+ */
+export function loadOrCreateIdentity(dir: string, nodeId: number): DirIdentity {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, 'meta.properties');
+  const text = readFileIfExists(path);
+  if (text !== null) {
+    const props = parseProperties(text);
+    const stored = Number(props.get('node.id'));
+    const clusterId = props.get('cluster.id');
+    if (!clusterId || !Number.isInteger(stored)) {
+      throw new DataDirError(`${path} is incomplete (needs cluster.id and node.id); restore it or point log.dirs at an empty directory`);
+    }
+    if (stored !== nodeId) {
+      throw new DataDirError(`${dir} belongs to node.id ${stored}, but this broker is node.id ${nodeId}; use --broker-id ${stored} or another data directory`);
+    }
+    return { clusterId, nodeId, directoryId: props.get('directory.id') ?? randomKafkaId() };
+  }
+  const identity: DirIdentity = { clusterId: randomKafkaId(), nodeId, directoryId: randomKafkaId() };
+  writeFileAtomic(
+    path,
+    formatProperties([
+      ['version', '1'],
+      ['cluster.id', identity.clusterId],
+      ['node.id', String(nodeId)],
+      ['directory.id', identity.directoryId],
+    ]),
+  );
+  return identity;
+}
+
+/**
+ * Takes `.lock` in the directory. A lock left by a process that no longer runs is
+ * taken over; one held by a live process is an error.
+ */
+export function lockDataDir(dir: string): () => void {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, '.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(path, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => {
+        try {
+          unlinkSync(path);
+        } catch {
+          // already gone
+        }
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const holder = Number(readFileSync(path, 'utf8').trim());
+      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
+        throw new DataDirError(`${dir} is in use by another gregor process (pid ${holder}); stop it or choose another data directory`);
+      }
+      if (existsSync(path)) unlinkSync(path);
+    }
+  }
+  throw new DataDirError(`could not lock ${dir}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
