@@ -35,7 +35,8 @@ export const apiVersions = defineHandler<ApiVersionsRequest, ApiVersionsResponse
   maxVersion: 4,
   handle(req, ctx) {
     if (ctx.apiVersion >= 3 && !(SOFTWARE_FIELD.test(req.clientSoftwareName) && SOFTWARE_FIELD.test(req.clientSoftwareVersion))) {
-      return apiVersionsBody(ErrorCode.INVALID_REQUEST, ctx);
+      // Kafka answers a malformed client name with INVALID_REQUEST and no table; clients then retry with v0.
+      return { ...apiVersionsBody(ErrorCode.INVALID_REQUEST, ctx), apiKeys: [] };
     }
     return apiVersionsBody(ErrorCode.NONE, ctx);
   },

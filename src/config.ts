@@ -33,17 +33,6 @@ export const CONFIG_DEFS = {
   'max.connections': { kind: 'int', default: '2147483647', doc: 'Open client connections allowed; more are closed at once.', min: 0 },
   'connections.max.idle.ms': { kind: 'long', default: '600000', doc: 'Idle connections are closed after this long.', min: 1 },
   'queued.max.requests': { kind: 'int', default: '500', doc: 'Requests read ahead on one connection before reading pauses.', min: 1 },
-  'offsets.topic.num.partitions': { kind: 'int', default: '50', doc: 'Partitions of __consumer_offsets.', min: 1 },
-  'offsets.topic.replication.factor': { kind: 'int', default: '3', doc: 'Replication factor of __consumer_offsets, capped by live brokers.', min: 1 },
-  'transaction.state.log.replication.factor': { kind: 'int', default: '3', doc: 'Replication factor of __transaction_state, capped by live brokers.', min: 1 },
-  'transaction.state.log.min.isr': { kind: 'int', default: '2', doc: 'min.insync.replicas of __transaction_state.', min: 1 },
-  'group.initial.rebalance.delay.ms': { kind: 'int', default: '3000', doc: 'Wait before the first rebalance of a new group.', min: 0 },
-  'min.insync.replicas': { kind: 'int', default: '1', doc: 'Default min.insync.replicas of topics.', min: 1 },
-  'message.max.bytes': { kind: 'int', default: '1048588', doc: 'Largest record batch accepted (topic config max.message.bytes).', min: 0 },
-  'log.segment.bytes': { kind: 'int', default: '1073741824', doc: 'Segment size before rolling (topic config segment.bytes).', min: 14 },
-  'log.retention.hours': { kind: 'int', default: '168', doc: 'Retention time in hours.' },
-  'log.retention.ms': { kind: 'long', default: null, doc: 'Retention time in ms; overrides log.retention.hours. -1 keeps data forever.' },
-  'log.retention.bytes': { kind: 'long', default: '-1', doc: 'Retention size per partition; -1 means no limit.' },
   'shutdown.timeout.ms': { kind: 'long', default: '30000', doc: 'Longest a graceful shutdown waits for in-flight requests.', min: 0 },
 } as const satisfies Record<string, Def>;
 

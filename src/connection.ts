@@ -163,7 +163,9 @@ export class Connection {
     const codec = codecFor(handler.request, apiVersion);
     const req = codec.decode(r);
     if (r.error) return { close: `malformed ${handler.name} v${apiVersion} request: ${r.error}` };
-    if (r.remaining !== 0) return { close: `${handler.name} v${apiVersion} request has ${r.remaining} trailing bytes` };
+    // Kafka ignores bytes after the last field, and librdkafka 2.x relies on it: its
+    // Metadata v9+ "all topics" request ends with three unused bytes.
+    if (r.remaining !== 0) this.log.debug({ api: handler.name, version: apiVersion, trailing: r.remaining }, 'ignoring trailing request bytes');
 
     const ctx: RequestContext = {
       apiVersion,

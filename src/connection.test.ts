@@ -1,0 +1,176 @@
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { MESSAGES } from '../wire/messages/index.js';
+import { Writer } from '../wire/writer.js';
+import { Reader } from '../wire/reader.js';
+import { codecFor } from '../wire/codec.js';
+import { finishFrame, startRequest } from '../wire/headers.js';
+import { NO_RESPONSE, defineHandler, type ApiHandler } from '../api/handler.js';
+import { testServices } from '../api/test-services.js';
+import { Connection } from './connection.js';
+
+/**
+ * A stand-in API on key 3 (Metadata's schema): the requested topic name says how
+ * long to take ("sleep:50") or to send nothing back ("silent").
+ */
+const scripted: ApiHandler = defineHandler<any, any>({
+  apiKey: 3,
+  name: 'Scripted',
+  request: MESSAGES.MetadataRequest!,
+  response: MESSAGES.MetadataResponse!,
+  minVersion: 0,
+  maxVersion: 12,
+  async handle(req) {
+    const cmd: string = req.topics[0].name;
+    if (cmd === 'silent') return NO_RESPONSE;
+    if (cmd.startsWith('sleep:')) await new Promise((r) => setTimeout(r, Number(cmd.slice(6))));
+    if (cmd === 'throw') throw new Error('boom');
+    return { brokers: [], topics: [{ name: cmd, errorCode: 0, partitions: [] }], clusterId: null, controllerId: 1 };
+  },
+  errorResponse: (req, errorCode) => ({ brokers: [], topics: [{ name: req.topics[0].name, errorCode, partitions: [] }] }),
+});
+
+let server: Server | undefined;
+const sockets: Socket[] = [];
+
+afterEach(async () => {
+  for (const s of sockets.splice(0)) s.destroy();
+  await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  server = undefined;
+});
+
+async function serve(handlers: ApiHandler[]): Promise<number> {
+  const services = testServices();
+  server = createServer((socket) => {
+    new Connection(socket, 'PLAINTEXT', { maxRequestBytes: 1 << 20, queuedMaxRequests: 100, idleMs: 60_000 }, { handlers: new Map(handlers.map((h) => [h.apiKey, h])), services }, pino({ level: 'silent' }));
+  });
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+  return (server.address() as { port: number }).port;
+}
+
+function frame(correlationId: number, topic: string): Buffer {
+  const w = new Writer();
+  const start = startRequest(w, { apiKey: 3, apiVersion: 1, correlationId, clientId: 't' }, 1);
+  codecFor(MESSAGES.MetadataRequest!, 1).encode(w, { topics: [{ name: topic }] });
+  finishFrame(w, start);
+  return Buffer.from(w.finish());
+}
+
+/** Collects response frames as [correlationId, first topic name, its error code]. */
+function reader(socket: Socket): { frames: [number, string, number][]; waitFor(n: number, ms?: number): Promise<void> } {
+  let buf = Buffer.alloc(0);
+  const frames: [number, string, number][] = [];
+  socket.on('data', (d: Buffer) => {
+    buf = Buffer.concat([buf, d]);
+    while (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
+      const body = buf.subarray(4, 4 + buf.readInt32BE(0));
+      buf = buf.subarray(4 + body.length);
+      const r = new Reader(body);
+      const corr = r.int32();
+      const res = codecFor<any>(MESSAGES.MetadataResponse!, 1).decode(r);
+      frames.push([corr, res.topics[0].name, res.topics[0].errorCode]);
+    }
+  });
+  return {
+    frames,
+    async waitFor(n, ms = 3000) {
+      const until = Date.now() + ms;
+      while (frames.length < n && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+    },
+  };
+}
+
+async function connect(port: number): Promise<Socket> {
+  const s = createConnection({ host: '127.0.0.1', port });
+  sockets.push(s);
+  await new Promise<void>((r) => s.once('connect', () => r()));
+  return s;
+}
+
+describe('Connection', () => {
+  it('answers pipelined requests in request order even when an earlier one is slower', async () => {
+    const port = await serve([scripted]);
+    const s = await connect(port);
+    const got = reader(s);
+    s.write(Buffer.concat([frame(1, 'sleep:80'), frame(2, 'fast'), frame(3, 'sleep:10'), frame(4, 'fast')]));
+    await got.waitFor(4);
+    expect(got.frames.map((f) => f[0])).toEqual([1, 2, 3, 4]);
+  });
+
+  it('sends nothing for a request whose handler asks for no response, and goes on', async () => {
+    const port = await serve([scripted]);
+    const s = await connect(port);
+    const got = reader(s);
+    s.write(Buffer.concat([frame(1, 'a'), frame(2, 'silent'), frame(3, 'b')]));
+    await got.waitFor(2);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(got.frames.map((f) => f[0])).toEqual([1, 3]);
+  });
+
+  it('does not make other connections wait behind a slow request', async () => {
+    const port = await serve([scripted]);
+    const slow = await connect(port);
+    const fast = await connect(port);
+    const slowGot = reader(slow);
+    const fastGot = reader(fast);
+    slow.write(frame(1, 'sleep:500'));
+    await new Promise((r) => setTimeout(r, 20));
+    const t0 = Date.now();
+    fast.write(frame(7, 'quick'));
+    await fastGot.waitFor(1);
+    expect(fastGot.frames).toEqual([[7, 'quick', 0]]);
+    expect(Date.now() - t0).toBeLessThan(400);
+    expect(slowGot.frames).toEqual([]);
+  });
+
+  it('answers UNKNOWN_SERVER_ERROR when a handler fails, and keeps the connection', async () => {
+    const port = await serve([scripted]);
+    const s = await connect(port);
+    const got = reader(s);
+    s.write(Buffer.concat([frame(1, 'throw'), frame(2, 'after')]));
+    await got.waitFor(2);
+    expect(got.frames).toEqual([
+      [1, 'throw', -1],
+      [2, 'after', 0],
+    ]);
+  });
+
+  it('reassembles frames split across arbitrary TCP chunks', async () => {
+    const port = await serve([scripted]);
+    const s = await connect(port);
+    const got = reader(s);
+    const bytes = Buffer.concat([frame(1, 'x'), frame(2, 'y'), frame(3, 'z')]);
+    for (let i = 0; i < bytes.length; i += 3) {
+      s.write(bytes.subarray(i, i + 3));
+      await new Promise((r) => setImmediate(r));
+    }
+    await got.waitFor(3);
+    expect(got.frames.map((f) => f[1])).toEqual(['x', 'y', 'z']);
+  });
+
+  it('closes the connection on a frame larger than the limit without waiting for its bytes', async () => {
+    const port = await serve([scripted]);
+    const s = await connect(port);
+    const closed = new Promise<number>((r) => s.once('close', () => r(Date.now())));
+    const head = Buffer.alloc(4);
+    head.writeInt32BE((1 << 20) + 1);
+    const t0 = Date.now();
+    s.write(head);
+    expect((await closed) - t0).toBeLessThan(1000);
+  });
+});
+
+describe('Connection with trailing bytes', () => {
+  it('ignores bytes after the last field, as Kafka does (librdkafka 2.x sends three after Metadata v12)', async () => {
+    const port = await serve([scripted]);
+    const s = await connect(port);
+    const got = reader(s);
+    const f = frame(1, 'x');
+    const padded = Buffer.concat([f, Buffer.from([0, 0, 0])]);
+    padded.writeInt32BE(f.length - 4 + 3, 0);
+    s.write(Buffer.concat([padded, frame(2, 'y')]));
+    await got.waitFor(2);
+    expect(got.frames.map((fr) => fr[1])).toEqual(['x', 'y']);
+  });
+});
