@@ -6,8 +6,8 @@
  * UNSUPPORTED_VERSION and the full table (KIP-511); that path lives in the
  * connection code because it must not depend on decoding the request.
  */
-import { MESSAGES } from '../wire/messages/index.js';
-import type { ApiVersionsRequest, ApiVersionsResponse } from '../wire/messages/index.js';
+import { ApiVersionsRequest } from '../wire/messages/api-versions-request.js';
+import { ApiVersionsResponse } from '../wire/messages/api-versions-response.js';
 import { ErrorCode } from '../wire/errors.js';
 import { defineHandler, type RequestContext } from './handler.js';
 
@@ -29,8 +29,8 @@ export function apiVersionsBody(errorCode: number, ctx: Pick<RequestContext, 'se
 export const apiVersions = defineHandler<ApiVersionsRequest, ApiVersionsResponse>({
   apiKey: 18,
   name: 'ApiVersions',
-  request: MESSAGES.ApiVersionsRequest!,
-  response: MESSAGES.ApiVersionsResponse!,
+  request: ApiVersionsRequest,
+  response: ApiVersionsResponse,
   minVersion: 0,
   maxVersion: 4,
   handle(req, ctx) {

@@ -6,9 +6,8 @@
  * ids (and lookup by id), v12 nullable topic names. Cluster authorized
  * operations exist in v8-10 only.
  */
-import { MESSAGES } from '../wire/messages/index.js';
-import type { MetadataRequest } from '../wire/messages/metadata-request.js';
-import type { MetadataResponse, MetadataResponseBroker, MetadataResponseTopic } from '../wire/messages/metadata-response.js';
+import { MetadataRequest } from '../wire/messages/metadata-request.js';
+import { MetadataResponse, type MetadataResponseBroker, type MetadataResponseTopic } from '../wire/messages/metadata-response.js';
 import { ErrorCode } from '../wire/errors.js';
 import { ZERO_UUID } from '../wire/reader.js';
 import { endpointFor, type MetadataImage, type TopicImage } from '../cluster/metadata-image.js';
@@ -95,8 +94,8 @@ async function resolveTopic(
 export const metadata = defineHandler<MetadataRequest, MetadataResponse>({
   apiKey: 3,
   name: 'Metadata',
-  request: MESSAGES.MetadataRequest!,
-  response: MESSAGES.MetadataResponse!,
+  request: MetadataRequest,
+  response: MetadataResponse,
   minVersion: 0,
   maxVersion: 12,
   async handle(req, ctx) {
