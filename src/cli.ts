@@ -129,17 +129,6 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     throw err;
   }
-  log.info(
-    {
-      listen: broker.listenAddress,
-      advertise: broker.bootstrap,
-      dataDir: broker.dataDir,
-      clusterId: broker.clusterId,
-      nodeId: config.nodeId,
-      startupMs: Math.round(performance.now()),
-    },
-    'gregor ready',
-  );
   return new Promise<number>((resolveExit) => {
     let signals = 0;
     const onSignal = (signal: NodeJS.Signals): void => {
@@ -162,5 +151,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
+    // Only now: a supervisor may signal the moment it reads the ready line.
+    log.info(
+      {
+        listen: broker.listenAddress,
+        advertise: broker.bootstrap,
+        dataDir: broker.dataDir,
+        clusterId: broker.clusterId,
+        nodeId: config.nodeId,
+        startupMs: Math.round(performance.now()),
+      },
+      'gregor ready',
+    );
   });
 }

@@ -1,0 +1,54 @@
+package dev.gregor.compat;
+
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Entry point: {@code scenario <name> <bootstrap host:port>}.
+ * Exit codes follow the compat-client contract: 0 pass, 1 fail, 3 scenario not implemented.
+ */
+public final class Main {
+    static final int PASS = 0;
+    static final int FAIL = 1;
+    static final int USAGE = 2;
+    static final int NOT_IMPLEMENTED = 3;
+
+    /** New scenarios (produce, consume, groups, transactions) register here. */
+    private static final Map<String, Scenario> SCENARIOS = new TreeMap<>();
+
+    static {
+        SCENARIOS.put("metadata", new MetadataScenario());
+    }
+
+    private Main() {
+    }
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    private static int run(String[] args) {
+        if (args.length == 1 && args[0].equals("scenarios")) {
+            SCENARIOS.keySet().forEach(System.out::println);
+            return PASS;
+        }
+        if (args.length != 3 || !args[0].equals("scenario")) {
+            System.err.println("usage: scenario <name> <bootstrap host:port> | scenarios");
+            return USAGE;
+        }
+        Scenario scenario = SCENARIOS.get(args[1]);
+        if (scenario == null) {
+            System.out.println("java-client: scenario '" + args[1] + "' is not implemented (have: "
+                    + String.join(", ", SCENARIOS.keySet()) + ")");
+            return NOT_IMPLEMENTED;
+        }
+        try {
+            boolean ok = scenario.run(args[2]);
+            System.out.println((ok ? "PASS" : "FAIL") + " java-client " + args[1]);
+            return ok ? PASS : FAIL;
+        } catch (Throwable t) {
+            System.out.println("FAIL java-client " + args[1] + ": " + Errors.describe(t));
+            return FAIL;
+        }
+    }
+}

@@ -1,0 +1,313 @@
+// Starts Apache Kafka itself (resolved by compat-tests/reference-kafka/pom.xml) as a
+// single-node KRaft broker+controller on loopback, for tests that compare gregor with
+// the real thing or record the real broker's bytes.
+
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from './free-port.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const REFERENCE_DIR = path.resolve(here, '..', 'reference-kafka');
+const LIB_DIR = path.join(REFERENCE_DIR, 'target', 'lib');
+const LIFELINE = path.join(REFERENCE_DIR, 'lifeline.sh');
+const LOG_CONFIG = path.join(REFERENCE_DIR, 'log4j2.properties');
+
+export const READY_TIMEOUT_MS = 90_000;
+const STOP_GRACE_MS = 20_000;
+const FORMAT_TIMEOUT_MS = 60_000;
+const TAIL_LINES = 80;
+
+const HEAP = ['-Xms512m', '-Xmx1g'];
+const JVM_FLAGS = [
+  ...HEAP,
+  '-XX:+UseG1GC',
+  '-XX:MaxGCPauseMillis=20',
+  '-Djava.awt.headless=true',
+  `-Dlog4j2.configurationFile=${LOG_CONFIG}`,
+];
+
+/** Version of the kafka_2.13 jar in target/lib, e.g. "4.0.2"; null when not installed. */
+export function referenceKafkaVersion() {
+  if (!existsSync(LIB_DIR)) return null;
+  for (const name of readdirSync(LIB_DIR)) {
+    const m = /^kafka_2\.13-(.+)\.jar$/.exec(name);
+    if (m) return m[1];
+  }
+  return null;
+}
+
+function classpath() {
+  if (referenceKafkaVersion() === null) {
+    throw new Error(
+      `reference Kafka jars missing in ${LIB_DIR}; run ${path.join(REFERENCE_DIR, 'run')} install`,
+    );
+  }
+  return readdirSync(LIB_DIR)
+    .filter((n) => n.endsWith('.jar'))
+    .sort()
+    .map((n) => path.join(LIB_DIR, n))
+    .join(path.delimiter);
+}
+
+function serverProperties({ port, controllerPort, logDir }) {
+  const props = {
+    'process.roles': 'broker,controller',
+    'node.id': '1',
+    'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
+    listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+    'advertised.listeners': `PLAINTEXT://127.0.0.1:${port}`,
+    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    'controller.listener.names': 'CONTROLLER',
+    'inter.broker.listener.name': 'PLAINTEXT',
+    'log.dirs': logDir,
+    'num.partitions': '1',
+    'offsets.topic.replication.factor': '1',
+    'transaction.state.log.replication.factor': '1',
+    'transaction.state.log.min.isr': '1',
+    'share.coordinator.state.topic.replication.factor': '1',
+    'share.coordinator.state.topic.min.isr': '1',
+    'group.initial.rebalance.delay.ms': '0',
+  };
+  return Object.entries(props)
+    .map(([k, v]) => `${k}=${v}`)
+    .join('\n') + '\n';
+}
+
+/** Keeps the last lines a process printed, so a failure can show why. */
+class Tail {
+  constructor(limit = TAIL_LINES) {
+    this.limit = limit;
+    this.lines = [];
+    this.partial = '';
+  }
+  push(chunk, onLine) {
+    const text = this.partial + chunk.toString('utf8');
+    const parts = text.split('\n');
+    this.partial = parts.pop();
+    for (const line of parts) {
+      this.lines.push(line);
+      if (this.lines.length > this.limit) this.lines.shift();
+      onLine?.(line);
+    }
+  }
+  text() {
+    return [...this.lines, this.partial].filter((l) => l !== '').join('\n');
+  }
+}
+
+function runJava(args, { timeoutMs, log }) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('java', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const tail = new Tail();
+    child.stdout.on('data', (c) => tail.push(c, log));
+    child.stderr.on('data', (c) => tail.push(c, log));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, output: tail.text() });
+    });
+  });
+}
+
+/**
+ * Sends a hand-built ApiVersions v0 request (request header v1, empty body) and reads
+ * the answer. ApiVersions v0 is the one request every Kafka broker answers before
+ * anything else is negotiated, so a parsed answer means the listener is really serving.
+ * Resolves { correlationId, errorCode, apiKeys: [{ apiKey, minVersion, maxVersion }] }.
+ */
+export function probeApiVersions({ host = '127.0.0.1', port, timeoutMs = 3000 }) {
+  const correlationId = randomBytes(4).readInt32BE(0) & 0x7fffffff;
+  const clientId = Buffer.from('gregor-probe', 'utf8');
+  const body = Buffer.alloc(2 + 2 + 4 + 2 + clientId.length);
+  let o = 0;
+  o = body.writeInt16BE(18, o);
+  o = body.writeInt16BE(0, o);
+  o = body.writeInt32BE(correlationId, o);
+  o = body.writeInt16BE(clientId.length, o);
+  clientId.copy(body, o);
+  const frame = Buffer.alloc(4 + body.length);
+  frame.writeInt32BE(body.length, 0);
+  body.copy(frame, 4);
+
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host, port });
+    let buf = Buffer.alloc(0);
+    let settled = false;
+    const finish = (err, value) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      if (err) reject(err);
+      else resolve(value);
+    };
+    const timer = setTimeout(() => finish(new Error('ApiVersions probe timed out')), timeoutMs);
+    socket.once('connect', () => socket.write(frame));
+    socket.on('error', (err) => finish(err));
+    socket.on('close', () => finish(new Error('connection closed before an ApiVersions answer')));
+    socket.on('data', (chunk) => {
+      buf = Buffer.concat([buf, chunk]);
+      if (buf.length < 4) return;
+      const size = buf.readInt32BE(0);
+      if (size < 6 || size > 1 << 20) return finish(new Error(`implausible response size ${size}`));
+      if (buf.length < 4 + size) return;
+      const r = buf.subarray(4, 4 + size);
+      const gotCorrelation = r.readInt32BE(0);
+      if (gotCorrelation !== correlationId) {
+        return finish(new Error(`correlation id ${gotCorrelation}, expected ${correlationId}`));
+      }
+      const errorCode = r.readInt16BE(4);
+      const apiKeys = [];
+      if (r.length >= 10) {
+        const n = r.readInt32BE(6);
+        for (let i = 0, p = 10; i < n && p + 6 <= r.length; i++, p += 6) {
+          apiKeys.push({
+            apiKey: r.readInt16BE(p),
+            minVersion: r.readInt16BE(p + 2),
+            maxVersion: r.readInt16BE(p + 4),
+          });
+        }
+      }
+      finish(null, { correlationId, errorCode, apiKeys });
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Formats a fresh data dir and starts the broker. Resolves once ApiVersions v0 is
+ * answered without error on the PLAINTEXT port; rejects after READY_TIMEOUT_MS with
+ * the JVM's last output lines.
+ *
+ * @param {{ log?: (line: string) => void, port?: number }} [options]
+ *   log receives every line the JVM prints; port fixes the PLAINTEXT port (default: a
+ *   free one).
+ */
+export async function startReferenceKafka({ log, port } = {}) {
+  const cp = classpath();
+  const host = '127.0.0.1';
+  const plaintextPort = port ?? (await freePort(host));
+  let controllerPort = await freePort(host);
+  while (controllerPort === plaintextPort) controllerPort = await freePort(host);
+
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'gregor-ref-kafka-'));
+  const logDir = path.join(dataDir, 'log');
+  const propsFile = path.join(dataDir, 'server.properties');
+  let child = null;
+  let exited = null;
+  const tail = new Tail();
+
+  const stop = async () => {
+    if (child && exited === null) {
+      const done = new Promise((r) => child.once('exit', r));
+      killGroup(child.pid, 'SIGTERM');
+      const graceful = await Promise.race([done.then(() => true), sleep(STOP_GRACE_MS).then(() => false)]);
+      if (!graceful) {
+        killGroup(child.pid, 'SIGKILL');
+        await Promise.race([done, sleep(5000)]);
+      }
+    }
+    // The lifeline's watcher was in the same group and got the signal too; closing
+    // our end of its pipe covers the case where it did not.
+    child?.stdin?.destroy();
+    process.off('exit', onParentExit);
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  // A synchronous last resort when the parent exits without calling stop().
+  const onParentExit = () => {
+    if (child && exited === null) killGroup(child.pid, 'SIGKILL');
+  };
+
+  try {
+    await mkdir(logDir);
+    await writeFile(propsFile, serverProperties({ port: plaintextPort, controllerPort, logDir }));
+    const clusterId = randomBytes(16).toString('base64url');
+    const formatted = await runJava(
+      [...JVM_FLAGS, '-cp', cp, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile],
+      { timeoutMs: FORMAT_TIMEOUT_MS, log },
+    );
+    if (formatted.code !== 0) {
+      throw new Error(
+        `StorageTool format failed (${formatted.code ?? formatted.signal}):\n${formatted.output}`,
+      );
+    }
+
+    child = spawn(
+      'bash',
+      [LIFELINE, dataDir, ...JVM_FLAGS, '-cp', cp, 'kafka.Kafka', propsFile],
+      { stdio: ['pipe', 'pipe', 'pipe'], detached: true },
+    );
+    process.on('exit', onParentExit);
+    child.stdout.on('data', (c) => tail.push(c, log));
+    child.stderr.on('data', (c) => tail.push(c, log));
+    child.once('exit', (code, signal) => {
+      exited = { code, signal };
+    });
+    await new Promise((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    let lastError = null;
+    for (;;) {
+      if (exited) {
+        throw new Error(
+          `reference Kafka exited before it was ready (${exited.code ?? exited.signal}):\n${tail.text()}`,
+        );
+      }
+      if (Date.now() > deadline) {
+        throw new Error(
+          `reference Kafka not ready after ${READY_TIMEOUT_MS / 1000} s ` +
+            `(last probe: ${lastError?.message ?? 'none'}):\n${tail.text()}`,
+        );
+      }
+      try {
+        const answer = await probeApiVersions({ host, port: plaintextPort, timeoutMs: 2000 });
+        if (answer.errorCode === 0 && answer.apiKeys.length > 0) break;
+        lastError = new Error(`ApiVersions error code ${answer.errorCode}`);
+      } catch (err) {
+        lastError = err;
+      }
+      await sleep(250);
+    }
+  } catch (err) {
+    await stop().catch(() => {});
+    throw err;
+  }
+
+  return {
+    bootstrap: `${host}:${plaintextPort}`,
+    host,
+    port: plaintextPort,
+    controllerPort,
+    dataDir,
+    version: referenceKafkaVersion(),
+    pid: child.pid,
+    outputTail: () => tail.text(),
+    stop,
+  };
+}
+
+function killGroup(pid, signal) {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+}
