@@ -104,9 +104,18 @@ function runBounded(cmd, args, { timeoutMs, onLine }) {
   });
 }
 
-const VERSION_RE = /\b(v?\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.]+)?)\b/;
+const VERSION_RE = /\b(v?\d+\.\d+(?:\.\d+)?(?:-[0-9A-Za-z.]+)?)\b/;
 
-/** The client's pinned version, from a `version` file or its README; else "unknown". */
+function firstVersion(text) {
+  // Link targets (URLs) are not where a README states its version.
+  const m = VERSION_RE.exec(text.replace(/\]\([^)]*\)/g, ']'));
+  return m ? m[1] : null;
+}
+
+/**
+ * The client's pinned version: a `version` file, else its README's "Client:" entry, a
+ * bold version, or the first version in its opening paragraph; else "unknown".
+ */
 function clientVersion(client) {
   const dir = path.join(COMPAT_DIR, client);
   for (const name of ['version', 'VERSION', 'version.txt']) {
@@ -119,12 +128,16 @@ function clientVersion(client) {
   for (const name of ['README.md', 'README', 'readme.md']) {
     const file = path.join(dir, name);
     if (!existsSync(file)) continue;
-    const lines = readFileSync(file, 'utf8').split('\n');
-    const preferred = lines.filter((l) => /\b(pinned|version)\b/i.test(l));
-    for (const line of [...preferred, ...lines]) {
-      const m = VERSION_RE.exec(line);
-      if (m) return m[1];
-    }
+    const text = readFileSync(file, 'utf8');
+    const paragraphs = text.split(/\n\s*\n/);
+    const clientEntry = /(?:^|\n)\s*(?:[-*]\s*)?\**Client\**:([\s\S]*?)(?=\n\s*[-*]\s|\n\s*\n|$)/i.exec(text);
+    const bold = /\*\*(v?\d+\.\d+[^*]*)\*\*/.exec(text);
+    const opening = paragraphs.find((p) => p.trim() && !p.trim().startsWith('#'));
+    const found =
+      (clientEntry && firstVersion(clientEntry[1])) ??
+      (bold && firstVersion(bold[1])) ??
+      (opening && firstVersion(opening));
+    if (found) return found;
   }
   return 'unknown';
 }
