@@ -2,7 +2,7 @@
  * Metadata of a single broker, kept in its data directory. The broker is the
  * controller and the leader of every partition, and the ISR is itself.
  */
-import { randomBytes } from 'node:crypto';
+import { randomUuid } from '../wire/uuid.js';
 import { join } from 'node:path';
 import { readFileIfExists, writeFileAtomic } from '../storage/atomic-file.js';
 import { buildImage, type BrokerRegistration, type MetadataImage, type MetadataStore, type NewTopic, type TopicImage } from './metadata-image.js';
@@ -49,7 +49,7 @@ export class LocalMetadataStore implements MetadataStore {
     if (clash) throw new TopicExistsError(clash.name === topic.name ? `Topic '${topic.name}' already exists.` : `Topic '${topic.name}' collides with existing topic '${clash.name}'.`);
     const entry: StoredTopic = {
       name: topic.name,
-      topicId: newTopicId(),
+      topicId: randomUuid(),
       configs: { ...(topic.configs ?? {}) },
       partitions: Array.from({ length: topic.numPartitions }, (_, partition) => ({ partition, leaderEpoch: 0 })),
     };
@@ -82,13 +82,3 @@ export class LocalMetadataStore implements MetadataStore {
   }
 }
 
-/** A random version-4 UUID that is neither the zero id nor Kafka's reserved metadata id. */
-function newTopicId(): string {
-  for (;;) {
-    const b = randomBytes(16);
-    b[6] = (b[6]! & 0x0f) | 0x40;
-    b[8] = (b[8]! & 0x3f) | 0x80;
-    const id = b.toString('base64url');
-    if (id !== 'AAAAAAAAAAAAAAAAAAAAAA' && id !== 'AAAAAAAAAAAAAAAAAAAAAQ') return id;
-  }
-}

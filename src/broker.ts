@@ -52,16 +52,23 @@ export class Broker {
   static async start(config: BrokerConfig, log: Logger): Promise<Broker> {
     const dataDir = resolve(config.dataDir);
     let unlock: () => void;
-    let identity;
     try {
       unlock = lockDataDir(dataDir);
-      identity = loadOrCreateIdentity(dataDir, config.nodeId);
     } catch (err) {
       throw new StartError(`cannot use data directory ${dataDir}: ${(err as Error).message}`);
     }
+    // Bind before writing anything to the directory, so a start that fails leaves
+    // nothing behind; on any failure the lock is released at once, because while
+    // this process lives other processes would see it as held.
     const bound: Bound[] = [];
+    let identity;
     try {
       for (const spec of config.listeners) bound.push(await listen(spec));
+      try {
+        identity = loadOrCreateIdentity(dataDir, config.nodeId);
+      } catch (err) {
+        throw new StartError(`cannot use data directory ${dataDir}: ${(err as Error).message}`);
+      }
     } catch (err) {
       for (const b of bound) b.server.close();
       unlock();

@@ -2,9 +2,9 @@
  * A broker's data directory: its identity file (meta.properties, the same keys
  * Kafka writes) and a lock so two brokers never share one directory.
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, openSync, closeSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { randomUuid } from '../wire/uuid.js';
 import { formatProperties, parseProperties, readFileIfExists, writeFileAtomic } from './atomic-file.js';
 
 export interface DirIdentity {
@@ -13,12 +13,10 @@ export interface DirIdentity {
   directoryId: string;
 }
 
-/** 16 random bytes in URL-safe base64 without padding, as Kafka prints ids. */
-export function randomKafkaId(): string {
-  return randomBytes(16).toString('base64url');
-}
 
 export class DataDirError extends Error {}
+
+const lockedHere = new Set<string>();
 
 /**
  * Reads meta.properties, or writes a new one on first start. A directory that
@@ -38,9 +36,9 @@ export function loadOrCreateIdentity(dir: string, nodeId: number): DirIdentity {
     if (stored !== nodeId) {
       throw new DataDirError(`${dir} belongs to node.id ${stored}, but this broker is node.id ${nodeId}; use --broker-id ${stored} or another data directory`);
     }
-    return { clusterId, nodeId, directoryId: props.get('directory.id') ?? randomKafkaId() };
+    return { clusterId, nodeId, directoryId: props.get('directory.id') ?? randomUuid() };
   }
-  const identity: DirIdentity = { clusterId: randomKafkaId(), nodeId, directoryId: randomKafkaId() };
+  const identity: DirIdentity = { clusterId: randomUuid(), nodeId, directoryId: randomUuid() };
   writeFileAtomic(
     path,
     formatProperties([
@@ -60,12 +58,16 @@ export function loadOrCreateIdentity(dir: string, nodeId: number): DirIdentity {
 export function lockDataDir(dir: string): () => void {
   mkdirSync(dir, { recursive: true });
   const path = join(dir, '.lock');
+  // The pid in the file cannot tell two brokers of one process apart.
+  if (lockedHere.has(path)) throw new DataDirError(`${dir} is in use by another broker in this process; choose another data directory`);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(path, 'wx');
       writeSync(fd, String(process.pid));
       closeSync(fd);
+      lockedHere.add(path);
       return () => {
+        lockedHere.delete(path);
         try {
           unlinkSync(path);
         } catch {

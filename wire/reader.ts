@@ -1,3 +1,7 @@
+import { ZERO_UUID } from './uuid.js';
+
+export { ZERO_UUID };
+
 /**
  * Bounds-checked reader over one frame. It never throws: the first failure is
  * remembered in `error`, the position jumps to the end, and every later read
@@ -182,5 +186,4 @@ export class Reader {
   }
 }
 
-export const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA';
 const EMPTY = Buffer.alloc(0);

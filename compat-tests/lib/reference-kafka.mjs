@@ -232,7 +232,10 @@ export async function startReferenceKafka({ log, port } = {}) {
   try {
     await mkdir(logDir);
     await writeFile(propsFile, serverProperties({ port: plaintextPort, controllerPort, logDir }));
-    const clusterId = randomBytes(16).toString('base64url');
+    // An id starting with '-' would be read as an option by the formatter's argument parser.
+    let clusterId;
+    do clusterId = randomBytes(16).toString('base64url');
+    while (clusterId.startsWith('-'));
     const formatted = await runJava(
       [...JVM_FLAGS, '-cp', cp, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile],
       { timeoutMs: FORMAT_TIMEOUT_MS, log },

@@ -1,0 +1,131 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startBroker, type Broker } from './index.js';
+import {
+  FrameClient,
+  apiVersionsV0Request,
+  connectError,
+  metadataV0Request,
+  parseApiVersionsV0Response,
+  withTimeout,
+} from './test-utils.js';
+
+const brokers: Broker[] = [];
+const clients: FrameClient[] = [];
+const dirs: string[] = [];
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.destroy();
+  await Promise.all(brokers.splice(0).map((b) => b.stop()));
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+type LogLine = { msg: string; [field: string]: unknown };
+
+/** A broker on 127.0.0.1 with a port of its own; `onLog` sees every log line as it is written. */
+async function broker(config: Record<string, string> = {}, onLog: (line: LogLine) => void = () => {}): Promise<{ broker: Broker; port: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'gregor-broker-'));
+  dirs.push(dir);
+  const log = pino({ level: 'info' }, { write: (line: string) => onLog(JSON.parse(line) as LogLine) });
+  const b = await startBroker({ listeners: 'PLAINTEXT://127.0.0.1:0', 'log.dirs': dir, ...config }, { log });
+  brokers.push(b);
+  const port = Number(/:(\d+)$/.exec(b.listenAddress)![1]);
+  expect(port).toBeGreaterThan(0);
+  return { broker: b, port };
+}
+
+async function connect(port: number): Promise<FrameClient> {
+  const c = await FrameClient.connect(port);
+  clients.push(c);
+  return c;
+}
+
+/** Sends ApiVersions v0 and checks that the answer carries the same correlation id and no error. */
+async function roundTrip(c: FrameClient, correlationId: number): Promise<void> {
+  c.send(apiVersionsV0Request(correlationId));
+  const res = parseApiVersionsV0Response(await c.nextFrame());
+  expect(res.correlationId).toBe(correlationId);
+  expect(res.errorCode).toBe(0);
+  expect(res.apiKeys.map((k) => k.apiKey)).toContain(18);
+}
+
+async function until(condition: () => boolean, what: string, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('max.connections', () => {
+  it('closes a connection beyond the limit at once and keeps serving the others', async () => {
+    const { broker: b, port } = await broker({ 'max.connections': '2' });
+    const first = await connect(port);
+    const second = await connect(port);
+    await roundTrip(first, 1);
+    await roundTrip(second, 2);
+
+    const third = await connect(port);
+    await withTimeout(third.closed, 2000, 'the third connection to be closed');
+    expect(third.frames).toEqual([]);
+
+    await roundTrip(first, 3);
+    await roundTrip(second, 4);
+    expect(b.connectionCount).toBe(2);
+  });
+
+  it('accepts a new connection once an open one has gone', async () => {
+    const { broker: b, port } = await broker({ 'max.connections': '1' });
+    const first = await connect(port);
+    await roundTrip(first, 1);
+    first.destroy();
+    await until(() => b.connectionCount === 0, 'the broker to notice the closed connection');
+
+    const next = await connect(port);
+    await roundTrip(next, 2);
+  });
+});
+
+describe('stop', () => {
+  it('answers requests it has already read before closing their connection', async () => {
+    let stopping: Promise<void> | undefined;
+    // Auto-creating a topic logs while its Metadata request is being handled: stop right then.
+    const { broker: b, port } = await broker({}, (line) => {
+      if (line.msg === 'auto-created topic') stopping ??= b.stop();
+    });
+    const c = await connect(port);
+    await roundTrip(c, 1);
+
+    c.send(Buffer.concat([metadataV0Request(2, ['orders']), apiVersionsV0Request(3)]));
+    await withTimeout(c.closed, 5000, 'the broker to close the connection');
+    expect(stopping).toBeDefined();
+    await withTimeout(stopping!, 5000, 'stop() to finish');
+
+    expect(c.events).toEqual(['frame 1', 'frame 2', 'frame 3', 'closed']);
+    expect(parseApiVersionsV0Response(c.frames[2]!).errorCode).toBe(0);
+  });
+
+  it('closes idle connections, and refuses new ones once stopped', async () => {
+    const { broker: b, port } = await broker();
+    const idle = await connect(port);
+    await roundTrip(idle, 1);
+
+    await withTimeout(b.stop(), 5000, 'stop() to finish');
+    await withTimeout(idle.closed, 2000, 'the idle connection to be closed');
+    expect(await connectError(port)).toBe('ECONNREFUSED');
+  });
+});
+
+describe('data directory', () => {
+  it('cannot be shared by two brokers of one process', async () => {
+    const { broker: first } = await broker();
+    await expect(startBroker({ listeners: 'PLAINTEXT://127.0.0.1:0', 'log.dirs': first.dataDir }, { log: pino({ level: 'silent' }) })).rejects.toThrow(/in use by another broker in this process/);
+    await first.stop();
+    const again = await startBroker({ listeners: 'PLAINTEXT://127.0.0.1:0', 'log.dirs': first.dataDir }, { log: pino({ level: 'silent' }) });
+    brokers.push(again);
+    expect(again.clusterId).toBe(first.clusterId);
+  });
+});

@@ -1,0 +1,249 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, envSource, fileSource, parseListener, resolveConfig, type BrokerConfig, type ConfigSource } from './config.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'gregor-config-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+let files = 0;
+function propertiesFile(text: string): string {
+  const path = join(tmp, `server-${++files}.properties`);
+  writeFileSync(path, text);
+  return path;
+}
+
+const flags = (values: Record<string, string>): ConfigSource => ({ origin: 'command line', values: Object.entries(values) });
+
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('expected a ConfigError, but nothing was thrown');
+}
+
+describe('defaults', () => {
+  const config = resolveConfig([]);
+
+  it.each<[keyof BrokerConfig, unknown]>([
+    ['numPartitions', 1],
+    ['defaultReplicationFactor', 1],
+    ['autoCreateTopicsEnable', true],
+    ['socketRequestMaxBytes', 104857600],
+    ['maxConnections', 2147483647],
+    ['connectionsMaxIdleMs', 600000],
+    ['queuedMaxRequests', 500],
+  ])('%s is Kafka\'s default (%s)', (field, expected) => {
+    expect(config[field]).toEqual(expected);
+  });
+
+  it('listens on PLAINTEXT 127.0.0.1:9092, advertises what it binds, and is node 1 in ./data', () => {
+    expect(config.listeners).toEqual([{ name: 'PLAINTEXT', host: '127.0.0.1', port: 9092 }]);
+    expect(config.advertisedListeners).toBeNull();
+    expect(config.nodeId).toBe(1);
+    expect(config.dataDir).toBe('./data');
+    expect(config.rack).toBeNull();
+  });
+});
+
+describe('precedence: file, then environment, then flags', () => {
+  const file = (n: string) => fileSource(propertiesFile(`num.partitions=${n}\n`));
+  const env = (n: string) => envSource({ GREGOR_NUM_PARTITIONS: n });
+
+  it.each<[string, ConfigSource[], number]>([
+    ['file alone', [file('2')], 2],
+    ['environment alone', [env('3')], 3],
+    ['flags alone', [flags({ 'num.partitions': '4' })], 4],
+    ['environment over file', [file('2'), env('3')], 3],
+    ['flags over file', [file('2'), flags({ 'num.partitions': '4' })], 4],
+    ['flags over environment and file', [file('2'), env('3'), flags({ 'num.partitions': '4' })], 4],
+  ])('%s', (_, sources, expected) => {
+    expect(resolveConfig(sources).numPartitions).toBe(expected);
+  });
+
+  it('keeps keys that a later source does not mention', () => {
+    const config = resolveConfig([
+      fileSource(propertiesFile('num.partitions=6\nauto.create.topics.enable=false\n')),
+      envSource({ GREGOR_NUM_PARTITIONS: '7' }),
+    ]);
+    expect(config.numPartitions).toBe(7);
+    expect(config.autoCreateTopicsEnable).toBe(false);
+  });
+});
+
+describe('envSource', () => {
+  it.each<[string, string]>([
+    ['GREGOR_LOG_DIRS', 'log.dirs'],
+    ['GREGOR_AUTO_CREATE_TOPICS_ENABLE', 'auto.create.topics.enable'],
+    ['GREGOR_NODE_ID', 'node.id'],
+    ['GREGOR_SOME__NAME', 'some_name'],
+    ['GREGOR_SOME___NAME', 'some-name'],
+    ['GREGOR_A___B__C_D', 'a-b_c.d'],
+  ])('%s names %s', (variable, key) => {
+    expect([...envSource({ [variable]: 'v' }).values]).toEqual([[key, 'v']]);
+  });
+
+  it('ignores variables without the prefix and unset ones, and reports its origin', () => {
+    const src = envSource({ PATH: '/bin', KAFKA_LOG_DIRS: '/k', gregor_log_dirs: '/lower', GREGOR_NUM_PARTITIONS: undefined, GREGOR_LOG_DIR: '/d' });
+    expect([...src.values]).toEqual([['log.dir', '/d']]);
+    expect(src.origin).toBe('environment');
+  });
+
+  it('takes another prefix', () => {
+    expect([...envSource({ KAFKA_LOG_DIRS: '/k', GREGOR_LOG_DIRS: '/g' }, 'KAFKA_').values]).toEqual([['log.dirs', '/k']]);
+  });
+
+  it('sets the broker\'s config through resolveConfig', () => {
+    const config = resolveConfig([envSource({ GREGOR_LOG_DIRS: '/var/gregor', GREGOR_AUTO_CREATE_TOPICS_ENABLE: 'false' })]);
+    expect(config.dataDir).toBe('/var/gregor');
+    expect(config.autoCreateTopicsEnable).toBe(false);
+  });
+});
+
+describe('fileSource', () => {
+  it('reads key=value, key = value and key: value lines and skips comments and blank lines', () => {
+    const path = propertiesFile('# a comment\n! another\n\nnum.partitions=3\nlog.dirs = /srv/data\r\nbroker.rack: r1\n');
+    expect([...fileSource(path).values]).toEqual([
+      ['num.partitions', '3'],
+      ['log.dirs', '/srv/data'],
+      ['broker.rack', 'r1'],
+    ]);
+    expect(fileSource(path).origin).toBe(path);
+  });
+
+  it('names the file it cannot read', () => {
+    const missing = join(tmp, 'missing.properties');
+    expect(configError(() => fileSource(missing)).message).toContain(missing);
+  });
+});
+
+describe('unknown keys', () => {
+  const typoFile = propertiesFile('num.partitions=2\nnum.partition=3\n');
+  it.each<[string, () => ConfigSource, string, string]>([
+    ['a file', () => fileSource(typoFile), 'num.partition', `(from ${typoFile})`],
+    ['the environment', () => envSource({ GREGOR_NO_SUCH_KEY: '1' }), 'no.such.key', '(from environment)'],
+    ['flags', () => flags({ 'log.dirz': '/x' }), 'log.dirz', '(from command line)'],
+  ])('from %s are errors naming the key and where it came from', (_, source, key, origin) => {
+    const message = configError(() => resolveConfig([source()])).message;
+    expect(message).toContain(`"${key}"`);
+    expect(message).toContain(origin);
+  });
+});
+
+describe('values', () => {
+  it.each<[string, string, string]>([
+    ['num.partitions', 'abc', 'whole number'],
+    ['num.partitions', '1.5', 'whole number'],
+    ['num.partitions', '', 'whole number'],
+    ['num.partitions', '0', 'at least 1'],
+    ['num.partitions', '2147483648', 'int range'],
+    ['max.connections', '-1', 'at least 0'],
+    ['socket.request.max.bytes', '100MB', 'whole number'],
+    ['connections.max.idle.ms', '10s', 'whole number'],
+    ['auto.create.topics.enable', 'yes', 'true or false'],
+    ['auto.create.topics.enable', '1', 'true or false'],
+    ['node.id', '-1', 'at least 0'],
+  ])('%s=%j is rejected (%s)', (key, value, problem) => {
+    const message = configError(() => resolveConfig([flags({ [key]: value })])).message;
+    expect(message).toContain(`${key}=${value}`);
+    expect(message).toContain('command line');
+    expect(message).toContain(problem);
+  });
+
+  it('names the environment as the origin of a bad value set there', () => {
+    expect(configError(() => resolveConfig([envSource({ GREGOR_NUM_PARTITIONS: 'many' })])).message).toContain('(from environment)');
+  });
+
+  it.each<[Record<string, string>, keyof BrokerConfig, unknown]>([
+    [{ 'num.partitions': ' 12 ' }, 'numPartitions', 12],
+    [{ 'max.connections': '0' }, 'maxConnections', 0],
+    [{ 'auto.create.topics.enable': 'FALSE' }, 'autoCreateTopicsEnable', false],
+    [{ 'auto.create.topics.enable': 'True' }, 'autoCreateTopicsEnable', true],
+    [{ 'auto.create.topics.enable': ' false ' }, 'autoCreateTopicsEnable', false],
+    [{ 'socket.request.max.bytes': '2147483647' }, 'socketRequestMaxBytes', 2147483647],
+    [{ 'connections.max.idle.ms': '5000000000' }, 'connectionsMaxIdleMs', 5000000000],
+  ])('accepts %j', (values, field, expected) => {
+    expect(resolveConfig([flags(values)])[field]).toEqual(expected);
+  });
+});
+
+describe('parseListener', () => {
+  it.each<[string, { name: string; host: string; port: number }]>([
+    ['PLAINTEXT://127.0.0.1:9092', { name: 'PLAINTEXT', host: '127.0.0.1', port: 9092 }],
+    ['127.0.0.1:0', { name: 'PLAINTEXT', host: '127.0.0.1', port: 0 }],
+    ['[::1]:0', { name: 'PLAINTEXT', host: '::1', port: 0 }],
+    ['INTERNAL://[fe80::1]:19092', { name: 'INTERNAL', host: 'fe80::1', port: 19092 }],
+    ['internal://broker-1:19092', { name: 'INTERNAL', host: 'broker-1', port: 19092 }],
+    ['PLAINTEXT://:9092', { name: 'PLAINTEXT', host: '', port: 9092 }],
+    ['  PLAINTEXT://0.0.0.0:65535 ', { name: 'PLAINTEXT', host: '0.0.0.0', port: 65535 }],
+  ])('%j', (spec, expected) => {
+    expect(parseListener(spec, 'listeners')).toEqual(expected);
+  });
+
+  it.each<[string, string]>([
+    ['localhost', 'not NAME://HOST:PORT'],
+    ['PLAINTEXT://localhost', 'not NAME://HOST:PORT'],
+    ['::1:9092', 'not NAME://HOST:PORT'],
+    ['PLAINTEXT://h:port', 'not NAME://HOST:PORT'],
+    ['h:65536', 'out of range'],
+  ])('rejects %j', (spec, problem) => {
+    const message = configError(() => parseListener(spec, 'advertised.listeners')).message;
+    expect(message).toContain('advertised.listeners');
+    expect(message).toContain(problem);
+  });
+});
+
+describe('listeners and advertised.listeners', () => {
+  it('parses a comma-separated list', () => {
+    const config = resolveConfig([flags({ listeners: 'PLAINTEXT://127.0.0.1:0, INTERNAL://[::1]:0' })]);
+    expect(config.listeners).toEqual([
+      { name: 'PLAINTEXT', host: '127.0.0.1', port: 0 },
+      { name: 'INTERNAL', host: '::1', port: 0 },
+    ]);
+  });
+
+  it('advertises per listener name', () => {
+    const config = resolveConfig([
+      flags({ listeners: 'PLAINTEXT://0.0.0.0:9092,INTERNAL://127.0.0.1:19092', 'advertised.listeners': 'PLAINTEXT://kafka.example:9092' }),
+    ]);
+    expect(config.advertisedListeners).toEqual([{ name: 'PLAINTEXT', host: 'kafka.example', port: 9092 }]);
+  });
+
+  it.each<[Record<string, string>, string]>([
+    [{ listeners: 'PLAINTEXT://127.0.0.1:0', 'advertised.listeners': 'EXTERNAL://kafka.example:9092' }, 'EXTERNAL is not one of the listeners'],
+    [{ listeners: 'PLAINTEXT://127.0.0.1:0', 'advertised.listeners': 'PLAINTEXT://0.0.0.0:9092' }, 'needs a host clients can reach'],
+    [{ listeners: 'PLAINTEXT://127.0.0.1:0', 'advertised.listeners': 'PLAINTEXT://:9092' }, 'needs a host clients can reach'],
+    [{ listeners: 'PLAINTEXT://127.0.0.1:1,PLAINTEXT://127.0.0.1:2' }, 'appears twice'],
+    [{ listeners: ' , ' }, 'at least one listener'],
+  ])('rejects %j', (values, problem) => {
+    expect(configError(() => resolveConfig([flags(values)])).message).toContain(problem);
+  });
+});
+
+describe('node id', () => {
+  it.each<[string, ConfigSource[], number]>([
+    ['neither set', [], 1],
+    ['only broker.id', [flags({ 'broker.id': '5' })], 5],
+    ['only node.id', [flags({ 'node.id': '3' })], 3],
+    ['both, in one source', [flags({ 'broker.id': '5', 'node.id': '3' })], 3],
+    ['node.id in the file, broker.id in flags', [fileSource(propertiesFile('node.id=3\n')), flags({ 'broker.id': '5' })], 3],
+  ])('%s', (_, sources, expected) => {
+    expect(resolveConfig(sources).nodeId).toBe(expected);
+  });
+});
+
+describe('data directory', () => {
+  it.each<[Record<string, string>, string]>([
+    [{}, './data'],
+    [{ 'log.dir': '/a' }, '/a'],
+    [{ 'log.dirs': '/b' }, '/b'],
+    [{ 'log.dir': '/a', 'log.dirs': '/b' }, '/b'],
+    [{ 'log.dirs': ' /b , /c' }, '/b'],
+  ])('%j uses %s', (values, expected) => {
+    expect(resolveConfig([flags(values)]).dataDir).toBe(expected);
+  });
+});

@@ -1,0 +1,166 @@
+/**
+ * Raw Kafka frames over a plain socket, for tests that talk to a running broker
+ * without a client library.
+ */
+import { createConnection, type Socket } from 'node:net';
+
+/** ApiVersions v0 request frame: size, api key 18, version 0, correlation id, null client id, empty body. */
+export function apiVersionsV0Request(correlationId: number): Buffer {
+  const b = Buffer.alloc(4 + 10);
+  b.writeInt32BE(10, 0);
+  b.writeInt16BE(18, 4);
+  b.writeInt16BE(0, 6);
+  b.writeInt32BE(correlationId, 8);
+  b.writeInt16BE(-1, 12);
+  return b;
+}
+
+/** Metadata v0 request frame asking for the given topics (v0 may auto-create them). */
+export function metadataV0Request(correlationId: number, topics: readonly string[]): Buffer {
+  const names = topics.map((t) => Buffer.from(t, 'utf8'));
+  const bodySize = 4 + names.reduce((n, t) => n + 2 + t.length, 0);
+  const b = Buffer.alloc(4 + 10 + bodySize);
+  let at = b.writeInt32BE(10 + bodySize, 0);
+  at = b.writeInt16BE(3, at);
+  at = b.writeInt16BE(0, at);
+  at = b.writeInt32BE(correlationId, at);
+  at = b.writeInt16BE(-1, at);
+  at = b.writeInt32BE(names.length, at);
+  for (const n of names) {
+    at = b.writeInt16BE(n.length, at);
+    at += n.copy(b, at);
+  }
+  return b;
+}
+
+/** Correlation id of a response frame body (the bytes after the size prefix). */
+export function correlationIdOf(body: Buffer): number {
+  return body.readInt32BE(0);
+}
+
+export interface ApiVersionsV0Response {
+  correlationId: number;
+  errorCode: number;
+  apiKeys: { apiKey: number; minVersion: number; maxVersion: number }[];
+}
+
+export function parseApiVersionsV0Response(body: Buffer): ApiVersionsV0Response {
+  const correlationId = body.readInt32BE(0);
+  const errorCode = body.readInt16BE(4);
+  const count = body.readInt32BE(6);
+  const apiKeys = [];
+  for (let i = 0, at = 10; i < count; i++, at += 6) {
+    apiKeys.push({ apiKey: body.readInt16BE(at), minVersion: body.readInt16BE(at + 2), maxVersion: body.readInt16BE(at + 4) });
+  }
+  return { correlationId, errorCode, apiKeys };
+}
+
+export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * A socket that splits what it receives into response frames. `events` records
+ * frames and the end of the stream in arrival order.
+ */
+export class FrameClient {
+  readonly frames: Buffer[] = [];
+  readonly events: string[] = [];
+  /** Resolves when the socket has closed, for whatever reason. */
+  readonly closed: Promise<void>;
+  isClosed = false;
+  private pending = Buffer.alloc(0);
+  private taken = 0;
+  private waiters: (() => void)[] = [];
+
+  private constructor(readonly socket: Socket) {
+    socket.on('data', (chunk: Buffer) => {
+      this.pending = Buffer.concat([this.pending, chunk]);
+      while (this.pending.length >= 4 && this.pending.length >= 4 + this.pending.readInt32BE(0)) {
+        const size = this.pending.readInt32BE(0);
+        const body = this.pending.subarray(4, 4 + size);
+        this.pending = this.pending.subarray(4 + size);
+        this.frames.push(body);
+        this.events.push(`frame ${correlationIdOf(body)}`);
+      }
+      this.wake();
+    });
+    // A reset from the peer shows up as an error; the close that follows is what tests wait for.
+    socket.on('error', () => {});
+    this.closed = new Promise((resolve) => {
+      socket.once('close', () => {
+        this.isClosed = true;
+        this.events.push('closed');
+        this.wake();
+        resolve();
+      });
+    });
+  }
+
+  static connect(port: number, host = '127.0.0.1', timeoutMs = 5000): Promise<FrameClient> {
+    return withTimeout(
+      new Promise<FrameClient>((resolve, reject) => {
+        const socket = createConnection({ host, port });
+        socket.once('error', reject);
+        socket.once('connect', () => {
+          socket.off('error', reject);
+          resolve(new FrameClient(socket));
+        });
+      }),
+      timeoutMs,
+      `a connection to ${host}:${port}`,
+    );
+  }
+
+  send(frame: Buffer): void {
+    this.socket.write(frame);
+  }
+
+  /** The next response frame body not yet taken; rejects if the socket closes first. */
+  async nextFrame(timeoutMs = 5000): Promise<Buffer> {
+    const until = Date.now() + timeoutMs;
+    while (this.taken >= this.frames.length) {
+      if (this.isClosed) throw new Error(`connection closed after ${this.frames.length} frame(s)`);
+      const left = until - Date.now();
+      if (left <= 0) throw new Error(`no response frame within ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return this.frames[this.taken++]!;
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+}
+
+/** Resolves with the error code of a connection attempt that fails; rejects if it succeeds. */
+export function connectError(port: number, host = '127.0.0.1', timeoutMs = 5000): Promise<string | undefined> {
+  return withTimeout(
+    new Promise<string | undefined>((resolve, reject) => {
+      const socket = createConnection({ host, port });
+      socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code));
+      socket.once('connect', () => {
+        socket.destroy();
+        reject(new Error(`connected to ${host}:${port}, expected a refusal`));
+      });
+    }),
+    timeoutMs,
+    `a connection attempt to ${host}:${port}`,
+  );
+}
