@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
 import { ZERO_UUID } from '../wire/reader.js';
+import { encode } from '../wire/codec.js';
+import { MetadataResponse as MetadataResponseDecl } from '../wire/messages/metadata-response.js';
 import type { MetadataRequest } from '../wire/messages/metadata-request.js';
 import type { MetadataResponse } from '../wire/messages/metadata-response.js';
 import { metadata } from './metadata.js';
@@ -97,5 +99,19 @@ describe('Metadata', () => {
     expect(plain.topics[0]!.topicAuthorizedOperations).toBe(-2147483648);
     const withOps = await ask(s, 9, { ...req(named('t')), includeTopicAuthorizedOperations: true });
     expect(withOps.topics[0]!.topicAuthorizedOperations).toBeGreaterThan(0);
+  });
+
+  it('answers what a response version can carry when a request has a null or empty name', async () => {
+    const s = testServices();
+    for (const v of [10, 11]) {
+      const res = await ask(s, v, req([{ name: null, topicId: 'AAAAAAAAAAAAAAAAAAAAAg' }]));
+      expect(res.topics).toMatchObject([{ name: '', errorCode: ErrorCode.INVALID_REQUEST }]);
+      expect(() => encode(MetadataResponseDecl, v, res)).not.toThrow();
+    }
+    for (const v of [0, 1, 9, 12]) {
+      const res = await ask(s, v, req(named('')));
+      expect(res.topics).toMatchObject([{ name: '', errorCode: ErrorCode.INVALID_TOPIC_EXCEPTION }]);
+      expect(() => encode(MetadataResponseDecl, v, res)).not.toThrow();
+    }
   });
 });

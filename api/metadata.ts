@@ -60,9 +60,10 @@ async function resolveTopic(
 ): Promise<MetadataResponseTopic> {
   const store = ctx.services.metadata;
   const image = store.image();
-  if (requested.name === null || requested.name === '') {
+  // An empty name with no id is just an illegal name, answered below.
+  if (requested.name === null || (requested.name === '' && requested.topicId !== ZERO_UUID)) {
     const byId = image.topicsById.get(requested.topicId);
-    if (!byId) return topicError(ErrorCode.UNKNOWN_TOPIC_ID, null, requested.topicId);
+    if (!byId) return topicError(ErrorCode.UNKNOWN_TOPIC_ID, requested.name, requested.topicId);
     return describeTopic(byId, includeOps);
   }
   const name = requested.name;
@@ -100,6 +101,9 @@ export const metadata = defineHandler<MetadataRequest, MetadataResponse>({
   maxVersion: 12,
   async handle(req, ctx) {
     const v = ctx.apiVersion;
+    // Requests may leave a name null from v10, responses only from v12: Kafka refuses
+    // such a v10-11 request with INVALID_REQUEST.
+    if (v < 12 && req.topics?.some((t) => t.name === null)) return errorBody(req, ErrorCode.INVALID_REQUEST, ctx);
     const image = ctx.services.metadata.image();
     const all = req.topics === null || (v === 0 && req.topics.length === 0);
     // Before v4 there is no flag, and Kafka creates topics whenever its config allows.
@@ -120,15 +124,18 @@ export const metadata = defineHandler<MetadataRequest, MetadataResponse>({
       clusterAuthorizedOperations: v >= 8 && v <= 10 && req.includeClusterAuthorizedOperations ? CLUSTER_OPERATIONS : OPERATIONS_NOT_REQUESTED,
     };
   },
-  errorResponse(req, errorCode, ctx) {
-    const image = ctx.services.metadata.image();
-    return {
-      throttleTimeMs: 0,
-      brokers: brokersOf(image, ctx.listener),
-      clusterId: image.clusterId,
-      controllerId: image.controllerId,
-      topics: (req.topics ?? []).map((t) => topicError(errorCode, t.name, t.topicId)),
-      clusterAuthorizedOperations: OPERATIONS_NOT_REQUESTED,
-    };
-  },
+  errorResponse: errorBody,
 });
+
+/** Every requested topic with `errorCode`; a null name becomes "" where responses cannot carry null. */
+function errorBody(req: MetadataRequest, errorCode: number, ctx: RequestContext): MetadataResponse {
+  const image = ctx.services.metadata.image();
+  return {
+    throttleTimeMs: 0,
+    brokers: brokersOf(image, ctx.listener),
+    clusterId: image.clusterId,
+    controllerId: image.controllerId,
+    topics: (req.topics ?? []).map((t) => topicError(errorCode, t.name ?? (ctx.apiVersion < 12 ? '' : null), t.topicId)),
+    clusterAuthorizedOperations: OPERATIONS_NOT_REQUESTED,
+  };
+}

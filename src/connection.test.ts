@@ -40,10 +40,10 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function serve(handlers: ApiHandler[]): Promise<number> {
+async function serve(handlers: ApiHandler[], queuedMaxRequests = 100): Promise<number> {
   const services = testServices();
   server = createServer((socket) => {
-    new Connection(socket, 'PLAINTEXT', { maxRequestBytes: 1 << 20, queuedMaxRequests: 100, idleMs: 60_000 }, { handlers: new Map(handlers.map((h) => [h.apiKey, h])), services }, pino({ level: 'silent' }));
+    new Connection(socket, 'PLAINTEXT', { maxRequestBytes: 1 << 20, queuedMaxRequests, idleMs: 60_000 }, { handlers: new Map(handlers.map((h) => [h.apiKey, h])), services }, pino({ level: 'silent' }));
   });
   await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
   return (server.address() as { port: number }).port;
@@ -106,6 +106,18 @@ describe('Connection', () => {
     await got.waitFor(2);
     await new Promise((r) => setTimeout(r, 50));
     expect(got.frames.map((f) => f[0])).toEqual([1, 3]);
+  });
+
+  it('resumes reading after a burst of requests that get no response', async () => {
+    const port = await serve([scripted], 2);
+    const s = await connect(port);
+    const got = reader(s);
+    const silent = Array.from({ length: 50 }, (_, i) => frame(i + 1, 'silent'));
+    s.write(Buffer.concat(silent));
+    await new Promise((r) => setTimeout(r, 50));
+    s.write(frame(99, 'last'));
+    await got.waitFor(1);
+    expect(got.frames).toEqual([[99, 'last', 0]]);
   });
 
   it('does not make other connections wait behind a slow request', async () => {

@@ -118,12 +118,11 @@ export class Connection {
         const frame = this.queue.shift()!;
         const outcome = await this.handleFrame(frame);
         if (this.closed) break;
-        if (outcome === null) continue;
-        if (!Buffer.isBuffer(outcome)) {
+        if (outcome !== null && !Buffer.isBuffer(outcome)) {
           this.close(outcome.close, 'warn');
           break;
         }
-        if (!this.socket.write(outcome)) await this.waitDrain();
+        if (outcome !== null && !this.socket.write(outcome)) await this.waitDrain();
         if (this.paused && this.queue.length < this.limits.queuedMaxRequests / 2) {
           this.paused = false;
           this.socket.resume();

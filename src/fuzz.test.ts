@@ -8,7 +8,7 @@
  * and keep serving everybody else.
  *
  *   FUZZ_SEED=1234 npx vitest run src/fuzz.test.ts   # replay a seed
- *   FUZZ_ROUNDS=5000 FUZZ_BUDGET_MS=600000 npx vitest run src/fuzz.test.ts --testTimeout=700000
+ *   FUZZ_ROUNDS=5000 FUZZ_BUDGET_MS=600000 npx vitest run src/fuzz.test.ts  # fuzz longer
  *
  * A round's cases depend only on the seed, so a replay sends the same bytes.
  */
@@ -388,7 +388,8 @@ interface Tally {
 async function runCase(port: number, c: Case, rand: Rand, tally: Tally): Promise<void> {
   const hex = c.bytes.length <= 256 ? c.bytes.toString('hex') : `${c.bytes.subarray(0, 256).toString('hex')}... (${c.bytes.length} bytes)`;
   const fail = (msg: string): never => {
-    throw new Error(`${c.name}: ${msg}; ${where()}; sent ${hex}`);
+    const dead = alive() ? '' : `; THE BROKER PROCESS DIED, stderr: ${stderr.slice(-2000)}`;
+    throw new Error(`${c.name}: ${msg}; ${where()}; sent ${hex}${dead}`);
   };
   const peer = await Peer.open(port);
   try {
@@ -445,7 +446,7 @@ async function runCase(port: number, c: Case, rand: Rand, tally: Tally): Promise
 
 function generateRound(round: number, rand: Rand): Case[] {
   const cases: Case[] = [];
-  let corr = round * 1000;
+  let corr = (round % 1000000) * 1000;
   const next = (): number => ++corr;
   const add = (name: string, bytes: Buffer, expect: Expect): void => {
     cases.push({ name: `round ${round} ${name}`, bytes, expect });
@@ -644,8 +645,14 @@ function rssMb(pid: number): number {
   return Number(m[1]) / 1024;
 }
 
+/** False once the process has exited, even before Node has reported it (a zombie has state Z). */
 function alive(): boolean {
-  return child !== undefined && child.exitCode === null && child.signalCode === null;
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return false;
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
 }
 
 async function startBroker(): Promise<void> {
@@ -707,7 +714,7 @@ describe('frame and header fuzzing against a broker process', { timeout: BUDGET_
   }
 
   beforeAll(async () => {
-    console.log(`fuzz seed ${SEED}, ${ROUNDS} rounds (FUZZ_SEED / FUZZ_ROUNDS to change)`);
+    console.log(`fuzz seed ${SEED}: up to ${ROUNDS} rounds or ${BUDGET_MS} ms (FUZZ_SEED, FUZZ_ROUNDS, FUZZ_BUDGET_MS)`);
     await startBroker();
     witness = await Peer.open(port);
   }, 15000);

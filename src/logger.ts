@@ -8,7 +8,7 @@ export type { Logger };
  * costs start-up time) writing synchronously so nothing is lost at exit.
  */
 export function createLogger(options: { level?: string; pretty?: boolean } = {}): Logger {
-  const level = options.level ?? process.env.GREGOR_LOG_LEVEL ?? 'info';
+  const level = options.level ?? 'info';
   const pretty = options.pretty ?? Boolean(process.stdout.isTTY);
   if (pretty) {
     const require = createRequire(import.meta.url);

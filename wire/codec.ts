@@ -134,15 +134,9 @@ function readTagged(r: Reader, plan: StructPlan, o: Record<string, unknown>): vo
     r.fail(`tagged field count ${count} exceeds the frame`);
     return;
   }
-  let lastTag = -1;
   for (let i = 0; i < count && !r.error; i++) {
     const tag = r.uvarint();
     const size = r.uvarint();
-    if (tag <= lastTag && i > 0) {
-      r.fail(`tagged fields out of order (${tag} after ${lastTag})`);
-      return;
-    }
-    lastTag = tag;
     if (size > r.remaining) {
       r.fail(`tagged field ${tag} of ${size} bytes exceeds the frame`);
       return;
