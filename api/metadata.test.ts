@@ -39,10 +39,10 @@ describe('Metadata', () => {
     expect((await ask(s, 1, req(null))).topics.map((t) => t.name)).toEqual(['a']);
   });
 
-  it('auto-creates an unknown topic: LEADER_NOT_AVAILABLE first, then the leader', async () => {
+  it('auto-creates an unknown topic: UNKNOWN_TOPIC_OR_PARTITION first (as Kafka 4), then the leader', async () => {
     const s = testServices({ numPartitions: 3 });
     const first = await ask(s, 9, req(named('orders')));
-    expect(first.topics[0]).toMatchObject({ name: 'orders', errorCode: ErrorCode.LEADER_NOT_AVAILABLE, partitions: [] });
+    expect(first.topics[0]).toMatchObject({ name: 'orders', errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partitions: [] });
     const second = await ask(s, 9, req(named('orders')));
     expect(second.topics[0]!.errorCode).toBe(ErrorCode.NONE);
     expect(second.topics[0]!.partitions.map((p) => [p.partitionIndex, p.leaderId, p.replicaNodes, p.isrNodes])).toEqual([

@@ -81,8 +81,9 @@ async function resolveTopic(
       replicationFactor: Math.min(settings.defaultReplicationFactor, image.brokers.size),
     });
     ctx.services.log.info({ topic: name, partitions: settings.numPartitions }, 'auto-created topic');
-    // Kafka answers the creating request with LEADER_NOT_AVAILABLE; clients retry and then see the leader.
-    return topicError(ErrorCode.LEADER_NOT_AVAILABLE, name);
+    // Kafka 4 answers the request that starts a creation as if the topic were unknown
+    // (a retriable code); clients ask again and then see the leader.
+    return topicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name);
   } catch (err) {
     // Lost a race with another creator: describe what exists now.
     const now = store.image().topics.get(name);

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 // The one list of scenarios every client is asked to run.
-export const SCENARIOS = ['metadata'];
+export const SCENARIOS = ['metadata', 'metadata-rules'];
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const NOT_CLIENTS = new Set(['reference-kafka', 'capture', 'lib']);
@@ -352,13 +352,15 @@ async function main() {
     if (interrupted) return 130;
   }
 
-  const counts = { passed: 0, failed: 0, skipped: 0 };
+  // n/a cells (a client without that scenario) are neither run nor skipped.
+  const counts = { passed: 0, failed: 0, skipped: 0, notApplicable: 0 };
   const results = new Map();
   const notes = new Map();
   const record = (cells, client, scenario, status, detail = '') => {
     cells[client][scenario] = { status, detail };
     if (status === PASS) counts.passed++;
     else if (status === FAIL) counts.failed++;
+    else if (status === NA) counts.notApplicable++;
     else counts.skipped++;
   };
 

@@ -1,0 +1,184 @@
+// A client built on gregor's own codec that checks protocol rules where Kafka's
+// behaviour is precise (error codes, list semantics, ids). Run against Apache Kafka
+// it shows the rules are Kafka's; run against gregor it shows gregor keeps them.
+import { createConnection } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { expect, runScenarios } from '../lib/scenario.mjs';
+
+const dist = new URL('../../dist/wire/', import.meta.url);
+const { codecFor } = await import(new URL('codec.js', dist).href);
+const { Reader } = await import(new URL('reader.js', dist).href);
+const { Writer } = await import(new URL('writer.js', dist).href);
+const headers = await import(new URL('headers.js', dist).href);
+const { ErrorCode } = await import(new URL('errors.js', dist).href);
+const { ApiVersionsRequest } = await import(new URL('messages/api-versions-request.js', dist).href);
+const { ApiVersionsResponse } = await import(new URL('messages/api-versions-response.js', dist).href);
+const { MetadataRequest } = await import(new URL('messages/metadata-request.js', dist).href);
+const { MetadataResponse } = await import(new URL('messages/metadata-response.js', dist).href);
+
+const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA';
+const APIS = { 18: [ApiVersionsRequest, ApiVersionsResponse], 3: [MetadataRequest, MetadataResponse] };
+
+/** One connection; requests are sent one at a time and their answers decoded. */
+class Probe {
+  static async connect(bootstrap) {
+    const [host, port] = [bootstrap.slice(0, bootstrap.lastIndexOf(':')), Number(bootstrap.slice(bootstrap.lastIndexOf(':') + 1))];
+    const socket = createConnection({ host, port });
+    await new Promise((resolve, reject) => {
+      socket.once('connect', resolve);
+      socket.once('error', reject);
+    });
+    return new Probe(socket);
+  }
+
+  constructor(socket) {
+    this.socket = socket;
+    this.buf = Buffer.alloc(0);
+    this.waiting = null;
+    this.correlationId = 0;
+    socket.on('data', (d) => {
+      this.buf = Buffer.concat([this.buf, d]);
+      this.deliver();
+    });
+    socket.on('close', () => this.waiting?.reject(new Error('connection closed by the broker')));
+    socket.on('error', () => {});
+  }
+
+  deliver() {
+    if (!this.waiting || this.buf.length < 4) return;
+    const size = this.buf.readInt32BE(0);
+    if (this.buf.length < 4 + size) return;
+    const frame = this.buf.subarray(4, 4 + size);
+    this.buf = this.buf.subarray(4 + size);
+    const w = this.waiting;
+    this.waiting = null;
+    w.resolve(frame);
+  }
+
+  /** Sends `body` as (apiKey, version) and decodes the answer with `answerVersion` (default: the same). */
+  async request(apiKey, version, body, answerVersion = version) {
+    const [reqDecl, resDecl] = APIS[apiKey];
+    const correlationId = ++this.correlationId;
+    const w = new Writer();
+    const hv = version <= reqDecl.versions[1] ? headers.requestHeaderVersion(apiKey, version, reqDecl) : 2;
+    const start = headers.startRequest(w, { apiKey, apiVersion: version, correlationId, clientId: 'wire-probe' }, hv);
+    if (version <= reqDecl.versions[1]) codecFor(reqDecl, version).encode(w, body);
+    headers.finishFrame(w, start);
+    const frame = await new Promise((resolve, reject) => {
+      this.waiting = { resolve, reject };
+      this.socket.write(w.finish());
+      this.deliver();
+    });
+    const r = new Reader(frame);
+    expect(r.int32() === correlationId, `answer carries another correlation id`);
+    if (headers.responseHeaderVersion(apiKey, answerVersion, resDecl) >= 1) headers.skipTaggedFields(r);
+    const value = codecFor(resDecl, answerVersion).decode(r);
+    expect(r.error === null, `answer to api ${apiKey} v${version} does not decode: ${r.error}`);
+    return value;
+  }
+
+  close() {
+    this.socket.destroy();
+  }
+}
+
+const metadataRequest = (topics, allowAutoTopicCreation = true, includeTopicAuthorizedOperations = false) => ({
+  topics,
+  allowAutoTopicCreation,
+  includeClusterAuthorizedOperations: false,
+  includeTopicAuthorizedOperations,
+});
+const named = (...names) => names.map((name) => ({ name, topicId: ZERO_UUID }));
+
+function check(label, actual, wanted) {
+  const ok = JSON.stringify(actual) === JSON.stringify(wanted);
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${label}: ${JSON.stringify(actual)}${ok ? '' : ` (Kafka: ${JSON.stringify(wanted)})`}`);
+  return ok;
+}
+
+async function untilLeader(p, topic, ms) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const res = await p.request(3, 12, metadataRequest(named(topic)));
+    const t = res.topics[0];
+    if (t.errorCode === 0 && t.partitions.length > 0 && t.partitions.every((x) => x.leaderId >= 0)) return t;
+    if (Date.now() > deadline) return t;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function metadataRules(bootstrap) {
+  const p = await Probe.connect(bootstrap);
+  const results = [];
+  try {
+    const suffix = randomBytes(4).toString('hex');
+    const topic = `probe-${suffix}`;
+
+    const av = await p.request(18, 3, { clientSoftwareName: 'wire-probe', clientSoftwareVersion: '1.0' });
+    results.push(check('ApiVersions v3 error', av.errorCode, ErrorCode.NONE));
+    const byKey = new Map(av.apiKeys.map((k) => [k.apiKey, k]));
+    results.push(check('ApiVersions v3 lists ApiVersions and Metadata from v0', [byKey.get(18)?.minVersion, byKey.get(3)?.minVersion], [0, 0]));
+
+    const unsupported = await p.request(18, 99, null, 0);
+    results.push(check('ApiVersions v99 error, in the v0 layout', unsupported.errorCode, ErrorCode.UNSUPPORTED_VERSION));
+    const own = unsupported.apiKeys.find((k) => k.apiKey === 18);
+    results.push(check('ApiVersions v99 still gives the ApiVersions range', own ? [own.minVersion, own.maxVersion >= 3] : null, [0, true]));
+
+    const badName = await p.request(18, 3, { clientSoftwareName: 'bad name!', clientSoftwareVersion: '1.0' });
+    results.push(check('ApiVersions v3 with an illegal software name', badName.errorCode, ErrorCode.INVALID_REQUEST));
+
+    results.push(check('Metadata v1 with an empty topic list', (await p.request(3, 1, metadataRequest([]))).topics, []));
+    const refused = await p.request(3, 4, metadataRequest(named(`${topic}-never`), false));
+    results.push(check('Metadata v4 unknown topic without auto-creation', refused.topics.map((t) => t.errorCode), [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]));
+    const illegal = await p.request(3, 12, metadataRequest(named('bad name')));
+    results.push(check('Metadata v12 illegal topic name', illegal.topics.map((t) => t.errorCode), [ErrorCode.INVALID_TOPIC_EXCEPTION]));
+
+    // Kafka 4 answers the request that starts an auto-creation as if the topic were unknown; clients retry.
+    const created = await p.request(3, 9, metadataRequest(named(topic)));
+    results.push(check('Metadata v9 auto-creating request', created.topics.map((t) => [t.name, t.errorCode, t.partitions.length]), [[topic, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0]]));
+    const createdV1 = await p.request(3, 1, metadataRequest(named(`${topic}-v1`)));
+    results.push(check('Metadata v1 auto-creating request', createdV1.topics.map((t) => [t.errorCode, t.partitions.length]), [[ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0]]));
+    const v1Created = await untilLeader(p, `${topic}-v1`, 10_000);
+    results.push(check('Metadata v1 creation completes', v1Created.errorCode, ErrorCode.NONE));
+    const described = await untilLeader(p, topic, 10_000);
+    const brokerIds = (await p.request(3, 12, metadataRequest([]))).brokers.map((b) => b.nodeId);
+    results.push(
+      check(
+        'the auto-created topic once it has a leader',
+        [described.errorCode, described.partitions.length, described.partitions.every((x) => brokerIds.includes(x.leaderId) && x.isrNodes.includes(x.leaderId))],
+        [ErrorCode.NONE, 1, true],
+      ),
+    );
+    results.push(check('its topic id is set', described.topicId !== ZERO_UUID, true));
+    const again = (await p.request(3, 12, metadataRequest(named(topic)))).topics[0];
+    results.push(check('its topic id is stable', again.topicId === described.topicId, true));
+
+    const all0 = (await p.request(3, 0, { topics: [] })).topics.map((t) => t.name);
+    results.push(check('Metadata v0 empty list means all topics', all0.includes(topic), true));
+    const all1 = (await p.request(3, 1, metadataRequest(null))).topics.map((t) => t.name);
+    results.push(check('Metadata v1 null list means all topics', all1.includes(topic), true));
+
+    const byId = (await p.request(3, 12, metadataRequest([{ name: null, topicId: described.topicId }]))).topics[0];
+    results.push(check('Metadata v12 lookup by topic id', [byId.name, byId.errorCode], [topic, ErrorCode.NONE]));
+    const unknownId = (await p.request(3, 12, metadataRequest([{ name: null, topicId: 'AAAAAAAAAAAAAAAAAAAAAg' }]))).topics[0];
+    results.push(check('Metadata v12 unknown topic id', [unknownId.name, unknownId.errorCode], [null, ErrorCode.UNKNOWN_TOPIC_ID]));
+
+    await p.request(3, 12, metadataRequest(named(`${topic}.dot`)));
+    await untilLeader(p, `${topic}.dot`, 10_000);
+    const collide = (await p.request(3, 12, metadataRequest(named(`${topic}_dot`)))).topics[0];
+    results.push(check('Metadata v12 auto-creating a name that collides through "." and "_"', collide.errorCode, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION));
+    await new Promise((r) => setTimeout(r, 500));
+    const listed = (await p.request(3, 1, metadataRequest(null))).topics.map((t) => t.name);
+    results.push(check('the colliding name is not created', listed.includes(`${topic}_dot`), false));
+
+    const ops = (await p.request(3, 8, metadataRequest(named(topic), false, true))).topics[0];
+    results.push(check('Metadata v8 topic authorized operations (no authorizer)', ops.topicAuthorizedOperations, 3576));
+    const noOps = (await p.request(3, 8, metadataRequest(named(topic), false, false))).topics[0];
+    results.push(check('Metadata v8 authorized operations not asked for', noOps.topicAuthorizedOperations, -2147483648));
+  } finally {
+    p.close();
+  }
+  expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
+}
+
+runScenarios({ label: 'wire-probe', banner: 'wire-probe (gregor codec)', scenarios: { 'metadata-rules': metadataRules } });
