@@ -26,6 +26,7 @@ import { codecFor, decode } from '../wire/codec.js';
 import { Reader, ZERO_UUID } from '../wire/reader.js';
 import { Writer } from '../wire/writer.js';
 import { finishFrame, requestHeaderVersion, skipTaggedFields, startRequest } from '../wire/headers.js';
+import { seededRandom } from '../wire/seeded-random.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ENTRY = join(ROOT, 'dist', 'src', 'cli.js');
@@ -52,17 +53,7 @@ const where = (extra = ''): string => `seed ${SEED} (replay with FUZZ_SEED=${SEE
 
 type Rand = () => number;
 
-/** mulberry32: small, fast, and deterministic for a given seed. */
-function prng(seed: number): Rand {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng: (seed: number) => Rand = seededRandom;
 
 const int = (rand: Rand, lo: number, hi: number): number => lo + Math.floor(rand() * (hi - lo + 1));
 const pick = <T>(rand: Rand, items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;

@@ -4,18 +4,8 @@ import { codecFor, decode, encode, isFlexible } from './codec.js';
 import { Reader } from './reader.js';
 import { Writer } from './writer.js';
 import { inRange, type FieldDecl, type MessageDecl } from './schema.js';
+import { seededRandom as rng } from './seeded-random.js';
 
-/** Small deterministic PRNG so failures reproduce from the seed in the test name. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ZERO_UUID = Buffer.alloc(16).toString('base64url');
 

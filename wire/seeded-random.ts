@@ -1,0 +1,14 @@
+/**
+ * mulberry32: a small deterministic PRNG, so that seeded tests and load generators
+ * reproduce a run from its seed. Not for anything that needs real randomness.
+ */
+export function seededRandom(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
