@@ -9,7 +9,7 @@ import { FrameClient, apiVersionsV0Request, parseApiVersionsV0Response, withTime
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = join(root, 'bin', 'gregor');
-const builtCli = join(root, 'dist', 'src', 'cli.js');
+const builtCli = join(root, 'dist', 'gregor.mjs');
 
 const READY_MS = 10_000;
 const EXIT_MS = 10_000;

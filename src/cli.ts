@@ -5,7 +5,7 @@
  * It logs where it listens and where the data lives once it is ready. A bad flag,
  * an unknown config key or a port in use exits non-zero before anything starts.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { ConfigError, envSource, fileSource, resolveConfig, type ConfigSource } from './config.js';
 import { Broker, StartError } from './broker.js';
 import { createLogger } from './logger.js';
@@ -87,9 +87,13 @@ function hostPort(v: string, flag: string): string {
   return v;
 }
 
+/** Read from the nearest package.json above this module, which runs from dist/ or bundled. */
 function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
+  for (let dir = new URL('.', import.meta.url); ; dir = new URL('..', dir)) {
+    const candidate = new URL('package.json', dir);
+    if (existsSync(candidate)) return (JSON.parse(readFileSync(candidate, 'utf8')) as { version: string }).version;
+    if (dir.pathname === '/') return 'unknown';
+  }
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
