@@ -102,9 +102,11 @@ export const metadata = defineHandler<MetadataRequest, MetadataResponse>({
   maxVersion: 12,
   async handle(req, ctx) {
     const v = ctx.apiVersion;
-    // Requests may leave a name null from v10, responses only from v12: Kafka refuses
-    // such a v10-11 request with INVALID_REQUEST.
-    if (v < 12 && req.topics?.some((t) => t.name === null)) return errorBody(req, ErrorCode.INVALID_REQUEST, ctx);
+    // v10-11 requests carry a topic id field but Kafka serves lookups by id only from
+    // v12 (responses cannot carry a null name before it): it refuses them with INVALID_REQUEST.
+    if (v < 12 && req.topics?.some((t) => t.name === null || t.topicId !== ZERO_UUID)) {
+      return errorBody(req, ErrorCode.INVALID_REQUEST, ctx);
+    }
     const image = ctx.services.metadata.image();
     const all = req.topics === null || (v === 0 && req.topics.length === 0);
     // Before v4 there is no flag, and Kafka creates topics whenever its config allows.
@@ -114,7 +116,14 @@ export const metadata = defineHandler<MetadataRequest, MetadataResponse>({
     if (all) {
       for (const t of image.topics.values()) topics.push(describeTopic(t, includeOps));
     } else {
-      for (const t of req.topics!) topics.push(await resolveTopic(t, allowCreate, includeOps, ctx));
+      // A topic asked for twice is answered once, as Kafka does.
+      const seen = new Set<string>();
+      for (const t of req.topics!) {
+        const key = t.name ?? `id:${t.topicId}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        topics.push(await resolveTopic(t, allowCreate, includeOps, ctx));
+      }
     }
     return {
       throttleTimeMs: 0,

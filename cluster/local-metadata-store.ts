@@ -36,7 +36,11 @@ export class LocalMetadataStore implements MetadataStore {
   ) {
     this.path = join(dataDir, FILE);
     const text = readFileIfExists(this.path);
-    this.stored = text === null ? { version: 1, topics: [] } : (JSON.parse(text) as StoredMetadata);
+    try {
+      this.stored = text === null ? { version: 1, topics: [] } : (JSON.parse(text) as StoredMetadata);
+    } catch (err) {
+      throw new Error(`${this.path} is not valid metadata (${(err as Error).message}); restore it from a backup or move it away to start with no topics`);
+    }
     this.current = this.build();
   }
 

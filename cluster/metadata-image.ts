@@ -78,7 +78,10 @@ export function buildImage(
   };
 }
 
-/** The advertised endpoint of a broker for the listener a client came in on. */
+/**
+ * The advertised endpoint of a broker for the listener a client came in on; a
+ * broker without that listener is not reachable that way and is left out.
+ */
 export function endpointFor(broker: BrokerRegistration, listener: string): Endpoint | undefined {
-  return broker.endpoints.find((e) => e.listener === listener) ?? broker.endpoints[0];
+  return broker.endpoints.find((e) => e.listener === listener);
 }

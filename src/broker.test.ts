@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -127,5 +127,42 @@ describe('data directory', () => {
     const again = await startBroker({ listeners: 'PLAINTEXT://127.0.0.1:0', 'log.dirs': first.dataDir }, { log: pino({ level: 'silent' }) });
     brokers.push(again);
     expect(again.clusterId).toBe(first.clusterId);
+  });
+});
+
+describe('a start that fails', () => {
+  it('on unreadable metadata says so, and releases the port and the directory', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gregor-broker-'));
+    dirs.push(dir);
+    writeFileSync(join(dir, 'gregor-metadata.json'), '{"version":1,"topics":[');
+    const silent = { log: pino({ level: 'silent' }) };
+    await expect(startBroker({ listeners: 'PLAINTEXT://127.0.0.1:0', 'log.dirs': dir }, silent)).rejects.toThrow(/gregor-metadata.json is not valid metadata/);
+    expect(existsSync(join(dir, '.lock'))).toBe(false);
+    rmSync(join(dir, 'gregor-metadata.json'));
+    const b = await startBroker({ listeners: 'PLAINTEXT://127.0.0.1:0', 'log.dirs': dir }, silent);
+    brokers.push(b);
+    expect(b.clusterId.length).toBe(22);
+  });
+});
+
+describe('a request of many tiny elements', () => {
+  it('closes that connection instead of decoding millions of objects, and keeps serving', async () => {
+    const { port } = await broker({ 'socket.request.max.bytes': String(64 << 20) });
+    const witness = await connect(port);
+    await roundTrip(witness, 1);
+    // Metadata v1 with 8 million empty topic names: 16 MB of honest bytes.
+    const count = 8_000_000;
+    const head = Buffer.alloc(4 + 2 + 2 + 4 + 2 + 4);
+    let o = head.writeInt32BE(head.length - 4 + count * 2, 0);
+    o = head.writeInt16BE(3, o);
+    o = head.writeInt16BE(1, o);
+    o = head.writeInt32BE(9, o);
+    o = head.writeInt16BE(-1, o);
+    head.writeInt32BE(count, o);
+    const hostile = await connect(port);
+    hostile.send(Buffer.concat([head, Buffer.alloc(count * 2)]));
+    await withTimeout(hostile.closed, 10_000, 'the broker to close the hostile connection');
+    expect(hostile.frames).toEqual([]);
+    await roundTrip(witness, 2);
   });
 });

@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { LocalMetadataStore } from '../cluster/local-metadata-store.js';
 import type { Endpoint, MetadataStore } from '../cluster/metadata-image.js';
-import { loadOrCreateIdentity, lockDataDir } from '../storage/data-dir.js';
+import { loadOrCreateIdentity, lockDataDir, type DirIdentity } from '../storage/data-dir.js';
 import { HANDLERS, advertisedVersions, handlerTable } from '../api/registry.js';
 import type { BrokerServices } from '../api/handler.js';
 import { Connection, type Dispatch } from './connection.js';
@@ -61,11 +61,20 @@ export class Broker {
     // nothing behind; on any failure the lock is released at once, because while
     // this process lives other processes would see it as held.
     const bound: Bound[] = [];
-    let identity;
+    let identity: DirIdentity;
+    let advertised: Endpoint[];
+    let store: MetadataStore;
     try {
       for (const spec of config.listeners) bound.push(await listen(spec));
+      advertised = bound.map(({ spec, port }): Endpoint => {
+        const adv = config.advertisedListeners?.find((a) => a.name === spec.name);
+        if (adv) return { listener: spec.name, host: adv.host, port: adv.port === 0 ? port : adv.port };
+        const host = spec.host === '' || spec.host === '0.0.0.0' || spec.host === '::' ? hostname() : spec.host;
+        return { listener: spec.name, host, port };
+      });
       try {
         identity = loadOrCreateIdentity(dataDir, config.nodeId);
+        store = new LocalMetadataStore(dataDir, identity.clusterId, { nodeId: config.nodeId, rack: config.rack, endpoints: advertised });
       } catch (err) {
         throw new StartError(`cannot use data directory ${dataDir}: ${(err as Error).message}`);
       }
@@ -74,17 +83,6 @@ export class Broker {
       unlock();
       throw err;
     }
-    const advertised = bound.map(({ spec, port }): Endpoint => {
-      const adv = config.advertisedListeners?.find((a) => a.name === spec.name);
-      if (adv) return { listener: spec.name, host: adv.host, port: adv.port === 0 ? port : adv.port };
-      const host = spec.host === '' || spec.host === '0.0.0.0' || spec.host === '::' ? hostname() : spec.host;
-      return { listener: spec.name, host, port };
-    });
-    const store = new LocalMetadataStore(dataDir, identity.clusterId, {
-      nodeId: config.nodeId,
-      rack: config.rack,
-      endpoints: advertised,
-    });
     const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, unlock);
     const services: BrokerServices = {
       settings: config,

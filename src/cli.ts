@@ -138,8 +138,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     const onSignal = (signal: NodeJS.Signals): void => {
       if (++signals > 1) {
         log.warn({ signal }, 'second signal; exiting now');
-        resolveExit(1);
-        return;
+        process.exit(1);
       }
       log.info({ signal }, 'shutting down');
       broker.stop().then(

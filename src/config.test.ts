@@ -165,7 +165,7 @@ describe('values', () => {
     [{ 'auto.create.topics.enable': 'True' }, 'autoCreateTopicsEnable', true],
     [{ 'auto.create.topics.enable': ' false ' }, 'autoCreateTopicsEnable', false],
     [{ 'socket.request.max.bytes': '2147483647' }, 'socketRequestMaxBytes', 2147483647],
-    [{ 'connections.max.idle.ms': '5000000000' }, 'connectionsMaxIdleMs', 5000000000],
+    [{ 'connections.max.idle.ms': '2147483647' }, 'connectionsMaxIdleMs', 2147483647],
   ])('accepts %j', (values, field, expected) => {
     expect(resolveConfig([flags(values)])[field]).toEqual(expected);
   });
@@ -229,10 +229,22 @@ describe('node id', () => {
     ['neither set', [], 1],
     ['only broker.id', [flags({ 'broker.id': '5' })], 5],
     ['only node.id', [flags({ 'node.id': '3' })], 3],
-    ['both, in one source', [flags({ 'broker.id': '5', 'node.id': '3' })], 3],
-    ['node.id in the file, broker.id in flags', [fileSource(propertiesFile('node.id=3\n')), flags({ 'broker.id': '5' })], 3],
+    ['both, equal', [flags({ 'broker.id': '3', 'node.id': '3' })], 3],
   ])('%s', (_, sources, expected) => {
     expect(resolveConfig(sources).nodeId).toBe(expected);
+  });
+
+  it.each([
+    ['in one source', [flags({ 'broker.id': '5', 'node.id': '3' })]],
+    ['node.id in the file, broker.id in flags', [fileSource(propertiesFile('node.id=3\n')), flags({ 'broker.id': '5' })]],
+  ])('refuses node.id and broker.id that differ, %s', (_, sources) => {
+    expect(() => resolveConfig(sources)).toThrow(/node.id=3 and broker.id=5 differ/);
+  });
+
+  it('refuses timeouts a timer cannot hold', () => {
+    for (const key of ['connections.max.idle.ms', 'shutdown.timeout.ms']) {
+      expect(() => resolveConfig([flags({ [key]: '5000000000' })])).toThrow(/at most 2147483647/);
+    }
   });
 });
 

@@ -31,9 +31,9 @@ export const CONFIG_DEFS = {
   'auto.create.topics.enable': { kind: 'bool', default: 'true', doc: 'Create a topic when a client asks for an unknown one and allows it.' },
   'socket.request.max.bytes': { kind: 'int', default: '104857600', doc: 'Largest request frame accepted; a larger one closes the connection.', min: 1 },
   'max.connections': { kind: 'int', default: '2147483647', doc: 'Open client connections allowed; more are closed at once.', min: 0 },
-  'connections.max.idle.ms': { kind: 'long', default: '600000', doc: 'Idle connections are closed after this long.', min: 1 },
+  'connections.max.idle.ms': { kind: 'long', default: '600000', doc: 'Idle connections are closed after this long.', min: 1, max: 2147483647 },
   'queued.max.requests': { kind: 'int', default: '500', doc: 'Requests read ahead on one connection before reading pauses.', min: 1 },
-  'shutdown.timeout.ms': { kind: 'long', default: '30000', doc: 'Longest a graceful shutdown waits for in-flight requests.', min: 0 },
+  'shutdown.timeout.ms': { kind: 'long', default: '30000', doc: 'Longest a graceful shutdown waits for in-flight requests.', min: 0, max: 2147483647 },
 } as const satisfies Record<string, Def>;
 
 export type ConfigKey = keyof typeof CONFIG_DEFS;
@@ -161,6 +161,9 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
   }
   const dirs = get('log.dirs');
   const dataDir = dirs !== null ? dirs.split(',')[0]!.trim() : get('log.dir')!;
+  if (raw.has('node.id') && raw.has('broker.id') && int('node.id') !== int('broker.id')) {
+    throw new ConfigError(`node.id=${raw.get('node.id')} and broker.id=${raw.get('broker.id')} differ; set only node.id`);
+  }
   const nodeId = raw.has('node.id') || !raw.has('broker.id') ? int('node.id') : int('broker.id');
   return {
     raw,

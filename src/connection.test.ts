@@ -186,3 +186,27 @@ describe('Connection with trailing bytes', () => {
     expect(got.frames.map((fr) => fr[1])).toEqual(['x', 'y']);
   });
 });
+
+describe('Connection draining for shutdown', () => {
+  it('answers what it has read, then neither reads nor runs anything new', async () => {
+    const services = testServices();
+    const handled: string[] = [];
+    const recording: ApiHandler = { ...scripted, handle: async (req: any, ctx) => { handled.push(req.topics[0].name); return scripted.handle(req, ctx); } };
+    let conn: Connection | undefined;
+    server = createServer((socket) => {
+      conn = new Connection(socket, 'PLAINTEXT', { maxRequestBytes: 1 << 20, queuedMaxRequests: 100, idleMs: 60_000 }, { handlers: new Map([[3, recording]]), services }, pino({ level: 'silent' }));
+    });
+    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+    const s = await connect((server.address() as { port: number }).port);
+    const got = reader(s);
+    s.write(frame(1, 'sleep:150'));
+    await new Promise((r) => setTimeout(r, 30));
+    const drained = conn!.finishInFlight();
+    s.write(frame(2, 'late'));
+    await drained;
+    await new Promise((r) => setTimeout(r, 200));
+    expect(got.frames.map((f) => f[0])).toEqual([1]);
+    expect(handled).toEqual(['sleep:150']);
+    conn!.close('test over');
+  });
+});

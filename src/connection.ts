@@ -14,6 +14,13 @@ import { ErrorCode } from '../wire/errors.js';
 import { NO_RESPONSE, type ApiHandler, type BrokerServices, type RequestContext } from '../api/handler.js';
 import { apiVersionsBody } from '../api/api-versions.js';
 
+/**
+ * Array elements one request may decode into. Far above what real clients send
+ * (a Fetch of 10,000 partitions is 10,000), yet it keeps a hostile frame within
+ * socket.request.max.bytes from decoding into millions of objects.
+ */
+export const MAX_ELEMENTS_PER_REQUEST = 1_000_000;
+
 export interface ConnectionLimits {
   readonly maxRequestBytes: number;
   readonly queuedMaxRequests: number;
@@ -34,6 +41,8 @@ export class Connection {
   private busy = false;
   private closed = false;
   private paused = false;
+  /** Set by finishInFlight: reading stays paused whatever the queue does. */
+  private draining = false;
   private idleWaiters: (() => void)[] = [];
   readonly remote: string;
 
@@ -61,7 +70,8 @@ export class Connection {
   }
 
   private onData(chunk: Buffer): void {
-    if (this.closed) return;
+    // While draining for shutdown, bytes that still arrive are requests never read: they are not in flight.
+    if (this.closed || this.draining) return;
     this.chunks.push(chunk);
     this.buffered += chunk.length;
     while (this.buffered >= 4) {
@@ -123,7 +133,7 @@ export class Connection {
           break;
         }
         if (outcome !== null && !this.socket.write(outcome)) await this.waitDrain();
-        if (this.paused && this.queue.length < this.limits.queuedMaxRequests / 2) {
+        if (this.paused && !this.draining && this.queue.length < this.limits.queuedMaxRequests / 2) {
           this.paused = false;
           this.socket.resume();
         }
@@ -149,6 +159,7 @@ export class Connection {
   /** Decodes one frame, runs its handler and encodes the answer; never throws. */
   async handleFrame(frame: Buffer): Promise<Outcome> {
     const r = new Reader(frame);
+    r.elementBudget = MAX_ELEMENTS_PER_REQUEST;
     const { apiKey, apiVersion, correlationId } = readHeaderStart(r);
     if (r.error) return { close: `malformed request header: ${r.error}` };
     const handler = this.dispatch.handlers.get(apiKey);
@@ -217,6 +228,7 @@ export class Connection {
 
   /** Stops reading and resolves when the requests already read are answered. */
   finishInFlight(): Promise<void> {
+    this.draining = true;
     if (!this.paused) this.socket.pause();
     this.paused = true;
     if (this.closed || (!this.busy && this.queue.length === 0)) return Promise.resolve();

@@ -2,7 +2,7 @@
  * A broker's data directory: its identity file (meta.properties, the same keys
  * Kafka writes) and a lock so two brokers never share one directory.
  */
-import { existsSync, mkdirSync, openSync, closeSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUuid } from '../wire/uuid.js';
 import { formatProperties, parseProperties, readFileIfExists, writeFileAtomic } from './atomic-file.js';
@@ -36,57 +36,98 @@ export function loadOrCreateIdentity(dir: string, nodeId: number): DirIdentity {
     if (stored !== nodeId) {
       throw new DataDirError(`${dir} belongs to node.id ${stored}, but this broker is node.id ${nodeId}; use --broker-id ${stored} or another data directory`);
     }
-    return { clusterId, nodeId, directoryId: props.get('directory.id') ?? randomUuid() };
+    const directoryId = props.get('directory.id');
+    if (directoryId) return { clusterId, nodeId, directoryId };
+    // Older files lack directory.id; give the directory one and keep it.
+    const identity: DirIdentity = { clusterId, nodeId, directoryId: randomUuid() };
+    writeIdentity(path, identity);
+    return identity;
   }
   const identity: DirIdentity = { clusterId: randomUuid(), nodeId, directoryId: randomUuid() };
+  writeIdentity(path, identity);
+  return identity;
+}
+
+function writeIdentity(path: string, identity: DirIdentity): void {
   writeFileAtomic(
     path,
     formatProperties([
       ['version', '1'],
       ['cluster.id', identity.clusterId],
-      ['node.id', String(nodeId)],
+      ['node.id', String(identity.nodeId)],
       ['directory.id', identity.directoryId],
     ]),
   );
-  return identity;
 }
 
 /**
- * Takes `.lock` in the directory. A lock left by a process that no longer runs is
- * taken over; one held by a live process is an error.
+ * Takes `.lock` in the directory. The lock file is written whole under a private
+ * name and then hard-linked into place, so it never exists empty and only one
+ * process can create it. A lock left by a process that no longer runs is moved
+ * aside under a unique name first (a rename only one contender can win) and
+ * taken over only if what was moved is still that dead holder's lock.
  */
 export function lockDataDir(dir: string): () => void {
   mkdirSync(dir, { recursive: true });
   const path = join(dir, '.lock');
   // The pid in the file cannot tell two brokers of one process apart.
   if (lockedHere.has(path)) throw new DataDirError(`${dir} is in use by another broker in this process; choose another data directory`);
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(path, 'wx');
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      lockedHere.add(path);
-      return () => {
-        lockedHere.delete(path);
-        try {
-          unlinkSync(path);
-        } catch {
-          // already gone
-        }
-      };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const holder = Number(readFileSync(path, 'utf8').trim());
-      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
+  const mine = `${path}.${process.pid}.${randomUuid()}`;
+  writeFileSync(mine, String(process.pid));
+  try {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        linkSync(mine, path);
+        lockedHere.add(path);
+        return () => {
+          lockedHere.delete(path);
+          rmSync(path, { force: true });
+        };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      const holder = readHolder(path);
+      if (holder === undefined) continue; // released meanwhile: try again
+      if (holder !== process.pid && isAlive(holder)) {
         throw new DataDirError(`${dir} is in use by another gregor process (pid ${holder}); stop it or choose another data directory`);
       }
-      if (existsSync(path)) unlinkSync(path);
+      const aside = `${path}.stale.${randomUuid()}`;
+      try {
+        renameSync(path, aside);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // another contender moved it
+        throw err;
+      }
+      const moved = readHolder(aside);
+      if (moved !== holder) {
+        // A live contender's fresh lock was moved: put it back and let it win.
+        try {
+          linkSync(aside, path);
+        } catch {
+          // someone holds the name again; the next attempt reads who
+        }
+      }
+      rmSync(aside, { force: true });
     }
+    throw new DataDirError(`could not lock ${dir}: other processes keep taking the lock`);
+  } finally {
+    rmSync(mine, { force: true });
   }
-  throw new DataDirError(`could not lock ${dir}`);
+}
+
+/** The pid written in a lock file: undefined when the file is gone, 0 when it holds no valid pid. */
+function readHolder(path: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(path, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : 0;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
 }
 
 function isAlive(pid: number): boolean {
+  if (pid <= 0) return false;
   try {
     process.kill(pid, 0);
     return true;

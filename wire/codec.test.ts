@@ -16,7 +16,7 @@ function isPresent(f: FieldDecl, version: number, flexible: boolean): boolean {
 
 /** Kafka's defaults: zero values, empty strings, arrays and structs, unless declared otherwise. */
 function defaultOf(f: FieldDecl, version: number, flexible: boolean): unknown {
-  if (f.array) return [];
+  if (f.array) return f.default === null ? null : [];
   if (f.type === 'struct') return f.default === null ? null : structValue(f.fields!, version, flexible, null);
   if (f.default !== undefined) return f.default;
   switch (f.type) {
@@ -174,5 +174,59 @@ describe('flexible encoding', () => {
   it('compiles each (message, version) once', () => {
     const decl = MESSAGES.MetadataResponse!;
     expect(codecFor(decl, 12)).toBe(codecFor(decl, 12));
+  });
+});
+
+describe('hostile sizes', () => {
+  it('rejects a count whose elements cannot fit in the bytes left, at their smallest encoding', () => {
+    const w = new Writer();
+    w.int32(1000); // Metadata v1 topics: each name takes at least 2 bytes
+    w.raw(Buffer.alloc(1500));
+    const res = decode(MESSAGES.MetadataRequest!, 1, w.finish());
+    expect(res.ok).toBe(false);
+    if (!res.ok) expect(res.error).toMatch(/array of 1000 elements in 1500 bytes/);
+  });
+
+  it('stops at a reader-wide element budget', () => {
+    const value = { topics: Array.from({ length: 20 }, (_, i) => ({ name: `t${i}` })) };
+    const bytes = encode(MESSAGES.MetadataRequest!, 1, value);
+    const r = new Reader(bytes);
+    r.elementBudget = 10;
+    codecFor(MESSAGES.MetadataRequest!, 1).decode(r);
+    expect(r.error).toMatch(/more array elements than one request may carry/);
+    const ok = new Reader(bytes);
+    ok.elementBudget = 20;
+    codecFor(MESSAGES.MetadataRequest!, 1).decode(ok);
+    expect(ok.error).toBeNull();
+  });
+
+  it('refuses a varlong beyond 64 bits', () => {
+    const r = new Reader(Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]));
+    r.varlong();
+    expect(r.error).toMatch(/varlong/);
+  });
+});
+
+describe('defaults', () => {
+  it('writes null for struct and array fields whose declared default is null', () => {
+    const decl = MESSAGES.DescribeTopicPartitionsResponse!;
+    const codec = codecFor<{ nextCursor: unknown }>(decl, 0);
+    expect(codec.defaults().nextCursor).toBeNull();
+    const bytes = encode(decl, 0, { throttleTimeMs: 0, topics: [] });
+    // throttle (4) + empty compact array (1) + null cursor marker (-1) + no tags (0)
+    expect([...bytes]).toEqual([0, 0, 0, 0, 1, 0xff, 0]);
+  });
+
+  it('leaves out a tagged struct equal to its default, as Kafka does', () => {
+    const decl = MESSAGES.FetchResponse!;
+    const withLeader = (leader: { leaderId: number; leaderEpoch: number }) =>
+      encode(decl, 12, {
+        responses: [{ topic: 't', partitions: [{ partitionIndex: 0, currentLeader: leader, records: null }] }],
+      });
+    const atDefault = withLeader({ leaderId: -1, leaderEpoch: -1 });
+    const set = withLeader({ leaderId: 1, leaderEpoch: 3 });
+    expect(set.length).toBeGreaterThan(atDefault.length);
+    const back = decode<any>(decl, 12, atDefault);
+    expect(back.ok && back.value.responses[0].partitions[0].currentLeader).toEqual({ leaderId: -1, leaderEpoch: -1 });
   });
 });

@@ -12,6 +12,8 @@ export interface Codec<T = unknown> {
   decode(r: Reader): T;
   /** A fresh value with every field at its default, as a decoder would produce. */
   defaults(): T;
+  /** The fewest bytes any value takes in this version. */
+  readonly minSize: number;
 }
 
 type Enc = (w: Writer, v: unknown) => void;
@@ -24,6 +26,7 @@ interface FieldPlan {
   dec: Dec;
   make: Make;
   isDefault: (v: unknown) => boolean;
+  minSize: number;
 }
 
 interface StructPlan {
@@ -97,8 +100,10 @@ function compileStruct(fields: readonly FieldDecl[], version: number, flexible: 
     for (const fp of plan.absent) o[fp.name] = fp.make();
     return o;
   };
+  const minSize = plan.regular.reduce((sum, fp) => sum + fp.minSize, flexible ? 1 : 0);
   return {
     defaults: make,
+    minSize,
     encode(w, value) {
       const v = value as Record<string, unknown>;
       for (const fp of plan.regular) fp.enc(w, v[fp.name]);
@@ -163,10 +168,11 @@ function compileField(f: FieldDecl, version: number, messageFlexible: boolean): 
 
   if (f.array) {
     const elem = elementCodec(f, version, flexible, messageFlexible);
+    const defaultsToNull = f.default === null;
     enc = (w, v) => {
-      if (v === null || v === undefined) {
-        if (v === null && !nullable) throw new TypeError(`${label} is not nullable in this version`);
-        if (v === undefined) return writeLength(w, flexible, 0);
+      if (v === undefined) v = defaultsToNull && nullable ? null : [];
+      if (v === null) {
+        if (!nullable) throw new TypeError(`${label} is not nullable in this version`);
         return writeLength(w, flexible, -1);
       }
       const arr = v as unknown[];
@@ -174,23 +180,24 @@ function compileField(f: FieldDecl, version: number, messageFlexible: boolean): 
       for (const item of arr) elem.enc(w, item);
     };
     dec = (r) => {
-      const n = r.arrayLength(flexible);
+      const n = r.arrayLength(flexible, elem.minSize);
       if (n === -1) {
         if (!nullable && !r.error) r.fail(`${label} is null but not nullable`);
         return nullable ? null : [];
       }
       const out = new Array<unknown>(n);
-      for (let i = 0; i < n; i++) out[i] = elem.dec(r);
+      for (let i = 0; i < n && !r.error; i++) out[i] = elem.dec(r);
       return out;
     };
-    make = () => [];
-    isDefault = (v) => Array.isArray(v) && v.length === 0;
-    return { name: f.name, enc, dec, make, isDefault };
+    make = defaultsToNull ? () => null : () => [];
+    isDefault = defaultsToNull ? (v) => v === null : (v) => Array.isArray(v) && v.length === 0;
+    return { name: f.name, enc, dec, make, isDefault, minSize: flexible ? 1 : 4 };
   }
 
   if (f.type === 'struct') {
     const inner = compileStruct(f.fields ?? [], version, messageFlexible);
     enc = (w, v) => {
+      if (v === undefined && f.default === null && nullable) v = null;
       if (nullable) {
         if (v === null) return void w.int8(-1);
         w.int8(1);
@@ -202,12 +209,24 @@ function compileField(f: FieldDecl, version: number, messageFlexible: boolean): 
       return inner.decode(r);
     };
     make = f.default === null ? () => null : inner.defaults;
-    isDefault = (v) => v === null && f.default === null;
-    return { name: f.name, enc, dec, make, isDefault };
+    // As Kafka does for tagged fields: a struct equal to its default is left out.
+    let defaultBytes: Buffer | undefined;
+    isDefault = (v) => {
+      if (v === null || f.default === null) return v === null && f.default === null;
+      defaultBytes ??= encodeWith(inner, inner.defaults());
+      return encodeWith(inner, v).equals(defaultBytes);
+    };
+    return { name: f.name, enc, dec, make, isDefault, minSize: nullable ? 1 : inner.minSize };
   }
 
   const p = primitiveCodec(f, flexible, nullable);
   return { name: f.name, ...p };
+}
+
+function encodeWith(codec: Codec, value: unknown): Buffer {
+  const w = new Writer(64);
+  codec.encode(w, value);
+  return w.finish();
 }
 
 function writeLength(w: Writer, compact: boolean, n: number): void {
@@ -220,22 +239,23 @@ function elementCodec(
   version: number,
   flexible: boolean,
   messageFlexible: boolean,
-): { enc: Enc; dec: Dec } {
+): { enc: Enc; dec: Dec; minSize: number } {
   if (f.type === 'struct') {
     const inner = compileStruct(f.fields ?? [], version, messageFlexible);
-    return { enc: (w, v) => inner.encode(w, v ?? inner.defaults()), dec: (r) => inner.decode(r) };
+    return { enc: (w, v) => inner.encode(w, v ?? inner.defaults()), dec: (r) => inner.decode(r), minSize: inner.minSize };
   }
   const p = primitiveCodec({ ...f, array: false, default: undefined }, flexible, false);
-  return { enc: p.enc, dec: p.dec };
+  return { enc: p.enc, dec: p.dec, minSize: p.minSize };
 }
 
 function primitiveCodec(
   f: FieldDecl,
   flexible: boolean,
   nullable: boolean,
-): { enc: Enc; dec: Dec; make: Make; isDefault: (v: unknown) => boolean } {
+): { enc: Enc; dec: Dec; make: Make; isDefault: (v: unknown) => boolean; minSize: number } {
   const label = f.name;
-  const constant = <T>(value: T) => ({ make: () => value, isDefault: (v: unknown) => v === value });
+  const size = FIXED_SIZES[f.type] ?? (f.type === 'string' ? (flexible ? 1 : 2) : flexible ? 1 : 4);
+  const constant = <T>(value: T) => ({ make: () => value, isDefault: (v: unknown) => v === value, minSize: size });
   const notNull = (v: unknown): void => {
     if (v === null && !nullable) throw new TypeError(`${label} is not nullable in this version`);
   };
@@ -287,7 +307,8 @@ function primitiveCodec(
           return b;
         },
         make: () => d,
-        isDefault: (v) => v === null ? d === null : d !== null && (v as Buffer).length === 0,
+        isDefault: (v) => (v === null ? d === null : d !== null && (v as Buffer).length === 0),
+        minSize: size,
       };
     }
   }
@@ -299,3 +320,7 @@ function num(v: unknown, f: FieldDecl): number {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+const FIXED_SIZES: Partial<Record<FieldDecl['type'], number>> = {
+  bool: 1, int8: 1, int16: 2, uint16: 2, int32: 4, uint32: 4, int64: 8, float64: 8, uuid: 16,
+};

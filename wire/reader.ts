@@ -10,6 +10,12 @@ export { ZERO_UUID };
 export class Reader {
   pos: number;
   error: string | null = null;
+  /**
+   * Array elements this reader may still produce. Decoded elements cost far more
+   * memory than their bytes, so a frame within the size limit could otherwise
+   * exhaust the heap with millions of tiny elements.
+   */
+  elementBudget = Number.POSITIVE_INFINITY;
 
   constructor(
     readonly buf: Buffer,
@@ -111,6 +117,7 @@ export class Reader {
         return 0n;
       }
       const b = this.buf[this.pos++]!;
+      if (i === 9 && b > 1) break;
       value |= BigInt(b & 0x7f) << BigInt(7 * i);
       if ((b & 0x80) === 0) return (value >> 1n) ^ -(value & 1n);
     }
@@ -169,17 +176,21 @@ export class Reader {
 
   /**
    * Array length, classic (int32) or compact (uvarint + 1); -1 means null. A count
-   * larger than the bytes left cannot be honest, so it fails before anything is
-   * allocated for it.
+   * whose elements, at their smallest encoding, need more than the bytes left
+   * cannot be honest, so it fails before anything is allocated for it.
    */
-  arrayLength(compact: boolean): number {
+  arrayLength(compact: boolean, minElementSize = 1): number {
     const n = compact ? this.uvarint() - 1 : this.int32();
     if (n < -1) {
       this.fail(`negative array length ${n}`);
       return -1;
     }
-    if (n > this.end - this.pos) {
+    if (n > 0 && n * Math.max(minElementSize, 1) > this.end - this.pos) {
       this.fail(`array of ${n} elements in ${this.end - this.pos} bytes`);
+      return -1;
+    }
+    if (n > 0 && (this.elementBudget -= n) < 0) {
+      this.fail(`more array elements than one request may carry`);
       return -1;
     }
     return n;

@@ -171,6 +171,13 @@ async function metadataRules(bootstrap) {
     const listed = (await p.request(3, 1, metadataRequest(null))).topics.map((t) => t.name);
     results.push(check('the colliding name is not created', listed.includes(`${topic}_dot`), false));
 
+    const twice = (await p.request(3, 12, metadataRequest(named(topic, topic)))).topics;
+    results.push(check('Metadata v12 naming a topic twice answers it once', twice.map((t) => [t.name, t.errorCode]), [[topic, ErrorCode.NONE]]));
+    const idBelow12 = (await p.request(3, 10, metadataRequest([{ name: topic, topicId: described.topicId }]))).topics;
+    results.push(check('Metadata v10 with a topic id', idBelow12.map((t) => t.errorCode), [ErrorCode.INVALID_REQUEST]));
+    const nullBelow12 = (await p.request(3, 11, metadataRequest([{ name: null, topicId: described.topicId }]))).topics;
+    results.push(check('Metadata v11 with a null topic name', nullBelow12.map((t) => [t.name, t.errorCode]), [['', ErrorCode.INVALID_REQUEST]]));
+
     const ops = (await p.request(3, 8, metadataRequest(named(topic), false, true))).topics[0];
     results.push(check('Metadata v8 topic authorized operations (no authorizer)', ops.topicAuthorizedOperations, 3576));
     const noOps = (await p.request(3, 8, metadataRequest(named(topic), false, false))).topics[0];

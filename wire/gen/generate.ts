@@ -20,7 +20,7 @@ interface JsonField {
   taggedVersions?: string;
   tag?: number;
   flexibleVersions?: string;
-  default?: string | number | boolean;
+  default?: string | number | boolean | null;
   fields?: JsonField[];
 }
 
@@ -142,6 +142,8 @@ function fieldDecl(field: JsonField, ctx: Ctx, indent: string): string {
   }
   const hasDefault = field.default !== undefined && (field.default !== '' || base === 'string');
   if (hasDefault && !array && !isStruct) parts.push(`default: ${defaultLiteral(base, field.default!)}`);
+  // Arrays and structs can only default to null (otherwise empty); Kafka's files spell it both ways.
+  else if ((array || isStruct) && (field.default === 'null' || field.default === null)) parts.push('default: null');
   if (isStruct) {
     parts.push(`structName: ${JSON.stringify(base)}`);
     const sub = field.fields ?? ctx.common.get(base);

@@ -28,7 +28,7 @@ export const AlterPartitionReassignmentsRequest: MessageDecl = {
         { name: "name", type: "string", versions: [0, OPEN_MAX] },
         { name: "partitions", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "ReassignablePartition", fields: [
             { name: "partitionIndex", type: "int32", versions: [0, OPEN_MAX] },
-            { name: "replicas", type: "int32", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
+            { name: "replicas", type: "int32", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
           ] },
       ] },
   ],

@@ -33,10 +33,10 @@ export const ConsumerGroupHeartbeatRequest: MessageDecl = {
     { name: "instanceId", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
     { name: "rackId", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
     { name: "rebalanceTimeoutMs", type: "int32", versions: [0, OPEN_MAX], default: -1 },
-    { name: "subscribedTopicNames", type: "string", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
+    { name: "subscribedTopicNames", type: "string", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
     { name: "subscribedTopicRegex", type: "string", versions: [1, OPEN_MAX], nullable: [1, OPEN_MAX], default: null },
     { name: "serverAssignor", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
-    { name: "topicPartitions", type: "struct", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], structName: "TopicPartitions", fields: [
+    { name: "topicPartitions", type: "struct", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null, structName: "TopicPartitions", fields: [
         { name: "topicId", type: "uuid", versions: [0, OPEN_MAX] },
         { name: "partitions", type: "int32", array: true, versions: [0, OPEN_MAX] },
       ] },

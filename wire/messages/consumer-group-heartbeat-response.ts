@@ -33,7 +33,7 @@ export const ConsumerGroupHeartbeatResponse: MessageDecl = {
     { name: "memberId", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
     { name: "memberEpoch", type: "int32", versions: [0, OPEN_MAX] },
     { name: "heartbeatIntervalMs", type: "int32", versions: [0, OPEN_MAX] },
-    { name: "assignment", type: "struct", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], structName: "Assignment", fields: [
+    { name: "assignment", type: "struct", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null, structName: "Assignment", fields: [
         { name: "topicPartitions", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "TopicPartitions", fields: [
             { name: "topicId", type: "uuid", versions: [0, OPEN_MAX] },
             { name: "partitions", type: "int32", array: true, versions: [0, OPEN_MAX] },

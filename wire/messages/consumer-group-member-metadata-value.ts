@@ -37,7 +37,7 @@ export const ConsumerGroupMemberMetadataValue: MessageDecl = {
     { name: "subscribedTopicRegex", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
     { name: "rebalanceTimeoutMs", type: "int32", versions: [0, OPEN_MAX], default: -1 },
     { name: "serverAssignor", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
-    { name: "classicMemberMetadata", type: "struct", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], tag: 0, tagged: [0, OPEN_MAX], structName: "ClassicMemberMetadata", fields: [
+    { name: "classicMemberMetadata", type: "struct", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], tag: 0, tagged: [0, OPEN_MAX], default: null, structName: "ClassicMemberMetadata", fields: [
         { name: "sessionTimeoutMs", type: "int32", versions: [0, OPEN_MAX] },
         { name: "supportedProtocols", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "ClassicProtocol", fields: [
             { name: "name", type: "string", versions: [0, OPEN_MAX] },

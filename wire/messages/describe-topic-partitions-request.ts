@@ -27,7 +27,7 @@ export const DescribeTopicPartitionsRequest: MessageDecl = {
         { name: "name", type: "string", versions: [0, OPEN_MAX] },
       ] },
     { name: "responsePartitionLimit", type: "int32", versions: [0, OPEN_MAX], default: 2000 },
-    { name: "cursor", type: "struct", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], structName: "Cursor", fields: [
+    { name: "cursor", type: "struct", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null, structName: "Cursor", fields: [
         { name: "topicName", type: "string", versions: [0, OPEN_MAX] },
         { name: "partitionIndex", type: "int32", versions: [0, OPEN_MAX] },
       ] },

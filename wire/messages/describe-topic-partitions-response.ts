@@ -53,13 +53,13 @@ export const DescribeTopicPartitionsResponse: MessageDecl = {
             { name: "leaderEpoch", type: "int32", versions: [0, OPEN_MAX], default: -1 },
             { name: "replicaNodes", type: "int32", array: true, versions: [0, OPEN_MAX] },
             { name: "isrNodes", type: "int32", array: true, versions: [0, OPEN_MAX] },
-            { name: "eligibleLeaderReplicas", type: "int32", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
-            { name: "lastKnownElr", type: "int32", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
+            { name: "eligibleLeaderReplicas", type: "int32", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
+            { name: "lastKnownElr", type: "int32", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
             { name: "offlineReplicas", type: "int32", array: true, versions: [0, OPEN_MAX] },
           ] },
         { name: "topicAuthorizedOperations", type: "int32", versions: [0, OPEN_MAX], default: -2147483648 },
       ] },
-    { name: "nextCursor", type: "struct", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], structName: "Cursor", fields: [
+    { name: "nextCursor", type: "struct", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null, structName: "Cursor", fields: [
         { name: "topicName", type: "string", versions: [0, OPEN_MAX] },
         { name: "partitionIndex", type: "int32", versions: [0, OPEN_MAX] },
       ] },

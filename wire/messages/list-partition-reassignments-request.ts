@@ -19,7 +19,7 @@ export const ListPartitionReassignmentsRequest: MessageDecl = {
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "timeoutMs", type: "int32", versions: [0, OPEN_MAX], default: 60000 },
-    { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], structName: "ListPartitionReassignmentsTopics", fields: [
+    { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null, structName: "ListPartitionReassignmentsTopics", fields: [
         { name: "name", type: "string", versions: [0, OPEN_MAX] },
         { name: "partitionIndexes", type: "int32", array: true, versions: [0, OPEN_MAX] },
       ] },

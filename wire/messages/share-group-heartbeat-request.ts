@@ -21,6 +21,6 @@ export const ShareGroupHeartbeatRequest: MessageDecl = {
     { name: "memberId", type: "string", versions: [0, OPEN_MAX] },
     { name: "memberEpoch", type: "int32", versions: [0, OPEN_MAX] },
     { name: "rackId", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
-    { name: "subscribedTopicNames", type: "string", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
+    { name: "subscribedTopicNames", type: "string", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
   ],
 };
