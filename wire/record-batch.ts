@@ -4,6 +4,9 @@
  * as one block when the codec bits are set.
  */
 import { crc32c as nativeCrc32c } from '@node-rs/crc32';
+import { Compression, compress, decompress, isKnownCompression } from './compression.js';
+import { Reader } from './reader.js';
+import { Writer } from './writer.js';
 
 export const BASE_OFFSET = 0;
 export const BATCH_LENGTH = 8;
@@ -29,13 +32,7 @@ export const TRANSACTIONAL = 0x10;
 export const CONTROL = 0x20;
 export const DELETE_HORIZON = 0x40;
 
-export enum Compression {
-  None = 0,
-  Gzip = 1,
-  Snappy = 2,
-  Lz4 = 3,
-  Zstd = 4,
-}
+export { Compression };
 
 export interface BatchHeader {
   baseOffset: bigint;
@@ -86,4 +83,308 @@ export function batchCrcValid(buf: Buffer, at: number, size: number): boolean {
 /** Rewrites the CRC of the batch at `at` after its attributes or later bytes changed. */
 export function writeBatchCrc(buf: Buffer, at: number, size: number): void {
   buf.writeUInt32BE(crc32c(buf, at + ATTRIBUTES, at + size), at + CRC);
+}
+
+export const MAGIC_V2 = 2;
+/** The smallest batchLength: the header after the batchLength field, no records. */
+export const MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD;
+/** Timestamp of a record or batch that has none (magic 0, or unset). */
+export const NO_TIMESTAMP = -1n;
+
+export interface RecordHeader {
+  key: string;
+  value: Buffer | null;
+}
+
+/** One record of a v2 batch, offsets and timestamps relative to the batch header. */
+export interface Record {
+  offsetDelta: number;
+  timestampDelta: bigint;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: RecordHeader[];
+}
+
+export type DecodeRecordsResult = { ok: true; records: Record[] } | { ok: false; error: string };
+
+/**
+ * Decodes every record of the v2 batch that starts at byte 0 of `batch`. Keys and
+ * values are views into `batch` (or into the decompressed payload). Never throws:
+ * bad sizes, codecs or record structure come back as `{ ok: false }`.
+ */
+export function decodeRecords(batch: Buffer): DecodeRecordsResult {
+  if (batch.length < BATCH_HEADER_SIZE) return { ok: false, error: `batch of ${batch.length} bytes is shorter than its header` };
+  const magic = batch.readInt8(MAGIC);
+  if (magic !== MAGIC_V2) return { ok: false, error: `magic ${magic} is not 2` };
+  const size = batch.readInt32BE(BATCH_LENGTH) + LOG_OVERHEAD;
+  if (size < BATCH_HEADER_SIZE || size > batch.length) {
+    return { ok: false, error: `batchLength ${size - LOG_OVERHEAD} does not fit ${batch.length} bytes` };
+  }
+  const count = batch.readInt32BE(RECORD_COUNT);
+  const payload = recordsPayload(batch, 0, size);
+  if (typeof payload === 'string') return { ok: false, error: payload };
+  if (count < 0 || count > payload.length) return { ok: false, error: `record count ${count} does not fit ${payload.length} bytes` };
+  const r = new Reader(payload);
+  const records: Record[] = [];
+  for (let i = 0; i < count && r.error === null; i++) {
+    const length = r.varint();
+    const start = r.pos;
+    if (length < 0 || length > r.remaining) {
+      r.fail(`record ${i} of ${length} bytes past the end`);
+      break;
+    }
+    r.int8();
+    const timestampDelta = r.varlong();
+    const offsetDelta = r.varint();
+    const key = varBytes(r);
+    const value = varBytes(r);
+    const headerCount = r.varint();
+    if (headerCount < 0 || headerCount > r.remaining) r.fail(`record ${i} has ${headerCount} headers`);
+    const headers: RecordHeader[] = [];
+    for (let h = 0; h < headerCount && r.error === null; h++) {
+      const keyLength = r.varint();
+      if (keyLength < 0) r.fail(`header key of length ${keyLength}`);
+      const headerKey = keyLength < 0 ? '' : r.utf8(keyLength);
+      headers.push({ key: headerKey, value: varBytes(r) });
+    }
+    if (r.error === null && r.pos !== start + length) r.fail(`record ${i} declares ${length} bytes but holds ${r.pos - start}`);
+    records.push({ offsetDelta, timestampDelta, key, value, headers });
+  }
+  if (r.error !== null) return { ok: false, error: r.error };
+  if (r.remaining !== 0) return { ok: false, error: `${r.remaining} bytes after the last of ${count} records` };
+  return { ok: true, records };
+}
+
+function varBytes(r: Reader): Buffer | null {
+  const n = r.varint();
+  if (n === -1) return null;
+  if (n < -1) {
+    r.fail(`negative length ${n}`);
+    return null;
+  }
+  return r.raw(n);
+}
+
+/**
+ * The record bytes of the batch at `at` of `size` bytes, decompressed when its
+ * codec bits say so, or a message saying why they cannot be had.
+ */
+export function recordsPayload(buf: Buffer, at: number, size: number): Buffer | string {
+  const codec = buf.readInt16BE(at + ATTRIBUTES) & COMPRESSION_MASK;
+  const raw = buf.subarray(at + RECORDS, at + size);
+  if (codec === Compression.None) return raw;
+  if (!isKnownCompression(codec)) return `unknown compression codec ${codec}`;
+  try {
+    return decompress(codec, raw);
+  } catch (e) {
+    return `cannot decompress ${Compression[codec]} records: ${(e as Error).message}`;
+  }
+}
+
+export interface BuildRecord {
+  key?: Buffer | string | null;
+  value?: Buffer | string | null;
+  headers?: { key: string; value: Buffer | string | null }[];
+  /** Defaults to the batch's baseTimestamp. */
+  timestamp?: bigint;
+}
+
+export interface BuildBatchOptions {
+  baseOffset?: bigint;
+  records: BuildRecord[];
+  compression?: Compression;
+  producerId?: bigint;
+  producerEpoch?: number;
+  baseSequence?: number;
+  transactional?: boolean;
+  control?: boolean;
+  logAppendTime?: boolean;
+  partitionLeaderEpoch?: number;
+  /** Defaults to the first record's timestamp, else the current time. */
+  baseTimestamp?: bigint;
+}
+
+/**
+ * Encodes one valid v2 batch with its CRC, as a producer would: offset deltas
+ * 0..n-1, maxTimestamp the largest record timestamp.
+ * Example: `buildBatch({ records: [{ key: 'k', value: 'v', timestamp: 1000n }] })`
+ * is a 61 + 9 byte batch with baseOffset 0, one record, baseTimestamp 1000.
+ */
+export function buildBatch(opts: BuildBatchOptions): Buffer {
+  const codec = opts.compression ?? Compression.None;
+  const baseTimestamp = opts.baseTimestamp ?? opts.records[0]?.timestamp ?? BigInt(Date.now());
+  let maxTimestamp = opts.records.length === 0 ? baseTimestamp : NO_TIMESTAMP;
+  const body = new Writer(64 + opts.records.length * 32);
+  const scratch = new Writer(64);
+  opts.records.forEach((rec, i) => {
+    const timestamp = rec.timestamp ?? baseTimestamp;
+    if (timestamp > maxTimestamp) maxTimestamp = timestamp;
+    scratch.pos = 0;
+    scratch.int8(0).varlong(timestamp - baseTimestamp).varint(i);
+    writeVarBytes(scratch, rec.key ?? null);
+    writeVarBytes(scratch, rec.value ?? null);
+    const headers = rec.headers ?? [];
+    scratch.varint(headers.length);
+    for (const h of headers) {
+      const k = Buffer.from(h.key, 'utf8');
+      scratch.varint(k.length).raw(k);
+      writeVarBytes(scratch, h.value);
+    }
+    const encoded = scratch.finish();
+    body.varint(encoded.length).raw(encoded);
+  });
+  const records = compress(codec, body.finish());
+  let attributes = codec;
+  if (opts.logAppendTime) attributes |= TIMESTAMP_TYPE_LOG_APPEND;
+  if (opts.transactional) attributes |= TRANSACTIONAL;
+  if (opts.control) attributes |= CONTROL;
+
+  const size = BATCH_HEADER_SIZE + records.length;
+  const out = Buffer.allocUnsafe(size);
+  out.writeBigInt64BE(opts.baseOffset ?? 0n, BASE_OFFSET);
+  out.writeInt32BE(size - LOG_OVERHEAD, BATCH_LENGTH);
+  out.writeInt32BE(opts.partitionLeaderEpoch ?? -1, PARTITION_LEADER_EPOCH);
+  out.writeInt8(MAGIC_V2, MAGIC);
+  out.writeInt16BE(attributes, ATTRIBUTES);
+  out.writeInt32BE(opts.records.length - 1, LAST_OFFSET_DELTA);
+  out.writeBigInt64BE(baseTimestamp, BASE_TIMESTAMP);
+  out.writeBigInt64BE(maxTimestamp, MAX_TIMESTAMP);
+  out.writeBigInt64BE(opts.producerId ?? -1n, PRODUCER_ID);
+  out.writeInt16BE(opts.producerEpoch ?? -1, PRODUCER_EPOCH);
+  out.writeInt32BE(opts.baseSequence ?? -1, BASE_SEQUENCE);
+  out.writeInt32BE(opts.records.length, RECORD_COUNT);
+  records.copy(out, RECORDS);
+  writeBatchCrc(out, 0, size);
+  return out;
+}
+
+function writeVarBytes(w: Writer, v: Buffer | string | null): void {
+  if (v === null) {
+    w.varint(-1);
+    return;
+  }
+  const b = typeof v === 'string' ? Buffer.from(v, 'utf8') : v;
+  w.varint(b.length).raw(b);
+}
+
+export interface RecordScan {
+  /** Why the records are malformed, or null. */
+  error: string | null;
+  /** True when `error` is about offsets (INVALID_RECORD), not structure. */
+  invalid: boolean;
+  /** Index within the batch of the record `error` is about, or -1. */
+  errorIndex: number;
+  /** Largest timestampDelta, or null for a batch whose deltas need 64-bit arithmetic. */
+  maxTimestampDelta: number | null;
+  /** offsetDelta of the first record carrying maxTimestampDelta. */
+  offsetDeltaOfMax: number;
+  /** Indexes (within the batch) of records with a null key, when keys are required. */
+  nullKeys: number[];
+}
+
+/**
+ * Walks `count` records in buf[start, end) without copying them, checking that
+ * each record's fields fill exactly its declared length, that offset deltas run
+ * 0..count-1, that the records fill the range exactly, and (if `requireKey`)
+ * noting null keys. Timestamp deltas up to 2^48 are tracked as numbers; larger
+ * ones make `maxTimestampDelta` null so the caller can fall back to BigInt.
+ */
+export function scanRecords(buf: Buffer, start: number, end: number, count: number, requireKey: boolean): RecordScan {
+  const scan: RecordScan = { error: null, invalid: false, errorIndex: -1, maxTimestampDelta: null, offsetDeltaOfMax: -1, nullKeys: [] };
+  let pos = start;
+  let maxDelta = Number.NEGATIVE_INFINITY;
+  let wide = false;
+  // Cursor state lives in locals; `bad` is set by the readers below on the first
+  // failure, and every later read then returns 0 without moving.
+  let bad: string | null = null;
+  const uvarint = (limit: number): number => {
+    let value = 0;
+    for (let i = 0; i < 5; i++) {
+      if (pos >= limit) {
+        bad ??= `truncated varint at byte ${pos - start}`;
+        return 0;
+      }
+      const b = buf[pos++]!;
+      value += (b & 0x7f) * 2 ** (7 * i);
+      if (b < 0x80) return value <= 0xffffffff ? value : ((bad ??= `varint too long at byte ${pos - start}`), 0);
+    }
+    bad ??= `varint too long at byte ${pos - start}`;
+    return 0;
+  };
+  const varint = (limit: number): number => {
+    const u = uvarint(limit);
+    return u % 2 === 0 ? u / 2 : -(u + 1) / 2;
+  };
+  for (let i = 0; i < count; i++) {
+    const length = varint(end);
+    if (bad !== null) break;
+    const recordEnd = pos + length;
+    if (length < 6 || recordEnd > end) {
+      bad = `record ${i} of ${length} bytes does not fit at byte ${pos - start}`;
+      break;
+    }
+    pos++; // attributes: unused in v2 records
+    // timestampDelta: a zigzag varlong, decoded as a number while it fits 7 bytes
+    // (magnitude below 2^48), which covers any real clock difference.
+    let u = 0;
+    let shift = 1;
+    let n = 0;
+    for (;;) {
+      if (pos >= recordEnd) {
+        bad = `truncated timestamp of record ${i}`;
+        break;
+      }
+      const b = buf[pos++]!;
+      n++;
+      if (n > 10) {
+        bad = `timestamp of record ${i} longer than 64 bits`;
+        break;
+      }
+      if (n <= 7) u += (b & 0x7f) * shift;
+      else wide = true;
+      shift *= 128;
+      if (b < 0x80) break;
+    }
+    if (bad !== null) break;
+    if (!wide) {
+      const delta = u % 2 === 0 ? u / 2 : -(u + 1) / 2;
+      if (delta > maxDelta) {
+        maxDelta = delta;
+        scan.offsetDeltaOfMax = i;
+      }
+    }
+    const offsetDelta = varint(recordEnd);
+    if (bad === null && offsetDelta !== i) {
+      scan.error = `record ${i} has offsetDelta ${offsetDelta}`;
+      scan.invalid = true;
+      scan.errorIndex = i;
+      return scan;
+    }
+    const keyLength = varint(recordEnd);
+    if (keyLength === -1 && requireKey) scan.nullKeys.push(i);
+    pos += Math.max(keyLength, 0);
+    if (keyLength < -1 || pos > recordEnd) bad ??= `record ${i} key of ${keyLength} bytes does not fit`;
+    const valueLength = varint(recordEnd);
+    pos += Math.max(valueLength, 0);
+    if (valueLength < -1 || pos > recordEnd) bad ??= `record ${i} value of ${valueLength} bytes does not fit`;
+    const headerCount = varint(recordEnd);
+    if (headerCount < 0) bad ??= `record ${i} has ${headerCount} headers`;
+    for (let h = 0; h < headerCount && bad === null; h++) {
+      const hk = varint(recordEnd);
+      pos += Math.max(hk, 0);
+      if (hk < 0 || pos > recordEnd) bad ??= `record ${i} header key of ${hk} bytes does not fit`;
+      const hv = varint(recordEnd);
+      pos += Math.max(hv, 0);
+      if (hv < -1 || pos > recordEnd) bad ??= `record ${i} header value of ${hv} bytes does not fit`;
+    }
+    if (bad !== null) break;
+    if (pos !== recordEnd) {
+      bad = `record ${i} declares ${length} bytes but holds ${length - (recordEnd - pos)}`;
+      break;
+    }
+  }
+  if (bad === null && pos !== end) bad = `${end - pos} bytes after the last of ${count} records`;
+  scan.error = bad;
+  if (bad === null && !wide && count > 0) scan.maxTimestampDelta = maxDelta;
+  return scan;
 }

@@ -1,0 +1,260 @@
+/**
+ * Checks the record batches of one Produce partition and assigns their offsets,
+ * as a partition log does on append.
+ *
+ * Invariant: an ok result holds the input batches in order, byte for byte, except
+ * baseOffset and partitionLeaderEpoch (outside the CRC) and, when the timestamp
+ * type or the batch maxTimestamp had to change, attributes, maxTimestamp and the
+ * CRC, which is then recomputed. Records are never re-compressed.
+ */
+import { ErrorCode } from '../wire/errors.js';
+import { legacyToBatch } from '../wire/legacy-message-set.js';
+import {
+  ATTRIBUTES,
+  BASE_OFFSET,
+  BASE_SEQUENCE,
+  BASE_TIMESTAMP,
+  BATCH_LENGTH,
+  CONTROL,
+  COMPRESSION_MASK,
+  Compression,
+  LAST_OFFSET_DELTA,
+  LOG_OVERHEAD,
+  MAGIC,
+  MAGIC_V2,
+  MAX_TIMESTAMP,
+  MIN_BATCH_LENGTH,
+  NO_TIMESTAMP,
+  PARTITION_LEADER_EPOCH,
+  PRODUCER_ID,
+  RECORD_COUNT,
+  RECORDS,
+  TIMESTAMP_TYPE_LOG_APPEND,
+  batchCrcValid,
+  decodeRecords,
+  recordsPayload,
+  scanRecords,
+  writeBatchCrc,
+} from '../wire/record-batch.js';
+import type { LogConfig } from './log-config.js';
+
+export interface ValidationContext {
+  nextOffset: bigint;
+  leaderEpoch: number;
+  now: number /* ms */;
+  config: LogConfig;
+}
+
+export interface AppendedBatch {
+  baseOffset: bigint;
+  lastOffset: bigint;
+  maxTimestamp: bigint;
+  position: number /* within `batches` */;
+  size: number;
+}
+
+export type ValidationResult =
+  | {
+      ok: true;
+      batches: Buffer;
+      firstOffset: bigint;
+      lastOffset: bigint;
+      maxTimestamp: bigint;
+      offsetOfMaxTimestamp: bigint;
+      logAppendTime: bigint /* -1n unless LogAppendTime */;
+      appended: AppendedBatch[];
+      recordCount: number;
+    }
+  | { ok: false; errorCode: number; message: string; recordErrors: { batchIndex: number; message: string }[] };
+
+type Failure = Extract<ValidationResult, { ok: false }>;
+
+/** What the checking pass learned about one batch, for the offset-assigning pass. */
+interface Checked {
+  position: number;
+  size: number;
+  lastOffsetDelta: number;
+  /** Largest record timestamp, NO_TIMESTAMP when none is above -1 (as Kafka). */
+  maxRecordTimestamp: bigint;
+  /** offsetDelta of the first record with maxRecordTimestamp, or -1. */
+  offsetDeltaOfMax: number;
+}
+
+/**
+ * Validates `records` (one or more v2 batches, or a magic 0/1 message set, which is
+ * converted to one v2 batch first) and assigns offsets from ctx.nextOffset. On
+ * success `batches` is a new buffer; `records` itself is never written. Returns an
+ * error value for any bad input, never throws.
+ *
+ * Example: one batch of 3 records, ctx.nextOffset 10, CreateTime, record times
+ * 100, 300, 200 -> ok, firstOffset 10, lastOffset 12, appended[0].baseOffset 10,
+ * maxTimestamp 300, offsetOfMaxTimestamp 11, logAppendTime -1n, recordCount 3.
+ * The same batch on a LogAppendTime topic at now = 5000 -> maxTimestamp 5000,
+ * offsetOfMaxTimestamp 10, logAppendTime 5000n, and the stored batch carries the
+ * LogAppendTime attribute bit, maxTimestamp 5000 and a recomputed CRC.
+ *
+ * `recordErrors[].batchIndex` is, as in Kafka's ProduceResponse, the index of the
+ * offending record, counted from the first record of `records`.
+ */
+export function validateAndAssignOffsets(records: Buffer, ctx: ValidationContext): ValidationResult {
+  try {
+    return validate(records, ctx);
+  } catch (e) {
+    // Every expected failure is a value; reaching here is a bug, not bad input.
+    return fail(ErrorCode.UNKNOWN_SERVER_ERROR, `validator failed: ${(e as Error).message}`);
+  }
+}
+
+function validate(records: Buffer, ctx: ValidationContext): ValidationResult {
+  if (records.length === 0) return fail(ErrorCode.INVALID_RECORD, 'no record batch');
+  if (records.length <= MAGIC) return fail(ErrorCode.CORRUPT_MESSAGE, `${records.length} bytes cannot hold a batch header`);
+  let input = records;
+  let owned = false;
+  const firstMagic = records[MAGIC]!;
+  if (firstMagic === 0 || firstMagic === 1) {
+    const converted = legacyToBatch(records);
+    if (!converted.ok) return fail(ErrorCode.CORRUPT_MESSAGE, converted.error);
+    input = converted.batch;
+    owned = true;
+  }
+  if (input.length > ctx.config.segmentBytes) {
+    return fail(ErrorCode.RECORD_LIST_TOO_LARGE, `${input.length} bytes exceed segment.bytes ${ctx.config.segmentBytes}`);
+  }
+
+  const compacted = ctx.config.cleanupPolicy.includes('compact');
+  const checked: Checked[] = [];
+  let recordBase = 0;
+  let pos = 0;
+  while (pos < input.length) {
+    const remaining = input.length - pos;
+    if (remaining <= MAGIC) return fail(ErrorCode.CORRUPT_MESSAGE, `${remaining} trailing bytes at byte ${pos}`);
+    const batchLength = input.readInt32BE(pos + BATCH_LENGTH);
+    if (batchLength < MIN_BATCH_LENGTH) {
+      return fail(ErrorCode.CORRUPT_MESSAGE, `batchLength ${batchLength} at byte ${pos} is below ${MIN_BATCH_LENGTH}`);
+    }
+    const size = batchLength + LOG_OVERHEAD;
+    if (size > remaining) return fail(ErrorCode.CORRUPT_MESSAGE, `batch of ${size} bytes at byte ${pos} has only ${remaining}`);
+    const magic = input.readInt8(pos + MAGIC);
+    if (magic !== MAGIC_V2) return fail(ErrorCode.CORRUPT_MESSAGE, `batch at byte ${pos} has magic ${magic}`);
+    if (size > ctx.config.maxMessageBytes) {
+      return fail(ErrorCode.MESSAGE_TOO_LARGE, `batch of ${size} bytes exceeds max.message.bytes ${ctx.config.maxMessageBytes}`);
+    }
+    if (!batchCrcValid(input, pos, size)) return fail(ErrorCode.CORRUPT_MESSAGE, `CRC mismatch in batch at byte ${pos}`);
+
+    const attributes = input.readInt16BE(pos + ATTRIBUTES);
+    if ((attributes & CONTROL) !== 0) return fail(ErrorCode.INVALID_RECORD, 'clients may not write control batches');
+    const lastOffsetDelta = input.readInt32BE(pos + LAST_OFFSET_DELTA);
+    const count = input.readInt32BE(pos + RECORD_COUNT);
+    if (count <= 0) return fail(ErrorCode.INVALID_RECORD, `batch at byte ${pos} has record count ${count}`);
+    if (count !== lastOffsetDelta + 1) {
+      return fail(ErrorCode.INVALID_RECORD, `batch at byte ${pos} has ${count} records but lastOffsetDelta ${lastOffsetDelta}`);
+    }
+    if (input.readBigInt64BE(pos + PRODUCER_ID) >= 0n && input.readInt32BE(pos + BASE_SEQUENCE) < 0) {
+      return fail(ErrorCode.INVALID_RECORD, `idempotent batch at byte ${pos} has a negative base sequence`);
+    }
+
+    let body = input;
+    let start = pos + RECORDS;
+    let end = pos + size;
+    if ((attributes & COMPRESSION_MASK) !== Compression.None) {
+      const payload = recordsPayload(input, pos, size);
+      if (typeof payload === 'string') return fail(ErrorCode.CORRUPT_MESSAGE, payload);
+      body = payload;
+      start = 0;
+      end = payload.length;
+    }
+    const scan = scanRecords(body, start, end, count, compacted);
+    if (scan.error !== null) {
+      const errors = scan.errorIndex < 0 ? [] : [{ batchIndex: recordBase + scan.errorIndex, message: scan.error }];
+      return fail(scan.invalid ? ErrorCode.INVALID_RECORD : ErrorCode.CORRUPT_MESSAGE, scan.error, errors);
+    }
+    if (scan.nullKeys.length > 0) {
+      const message = 'a compacted topic needs a key on every record';
+      return fail(
+        ErrorCode.INVALID_RECORD,
+        message,
+        scan.nullKeys.map((i) => ({ batchIndex: recordBase + i, message })),
+      );
+    }
+
+    const baseTimestamp = input.readBigInt64BE(pos + BASE_TIMESTAMP);
+    let maxRecordTimestamp: bigint;
+    let offsetDeltaOfMax = scan.offsetDeltaOfMax;
+    if (scan.maxTimestampDelta !== null) {
+      maxRecordTimestamp = baseTimestamp + BigInt(scan.maxTimestampDelta);
+    } else {
+      // A delta too wide for a double: rare enough to decode the batch for it.
+      const decoded = decodeRecords(input.subarray(pos, pos + size));
+      if (!decoded.ok) return fail(ErrorCode.CORRUPT_MESSAGE, decoded.error);
+      maxRecordTimestamp = NO_TIMESTAMP - 1n;
+      for (const r of decoded.records) {
+        if (baseTimestamp + r.timestampDelta > maxRecordTimestamp) {
+          maxRecordTimestamp = baseTimestamp + r.timestampDelta;
+          offsetDeltaOfMax = r.offsetDelta;
+        }
+      }
+    }
+    if (maxRecordTimestamp <= NO_TIMESTAMP) {
+      maxRecordTimestamp = NO_TIMESTAMP;
+      offsetDeltaOfMax = -1;
+    }
+    checked.push({ position: pos, size, lastOffsetDelta, maxRecordTimestamp, offsetDeltaOfMax });
+    recordBase += count;
+    pos += size;
+  }
+
+  // Every check passed: one copy (unless the legacy conversion already made one),
+  // then the header rewrites.
+  let out = input;
+  if (!owned) {
+    out = Buffer.allocUnsafe(input.length);
+    input.copy(out);
+  }
+  const logAppend = ctx.config.messageTimestampType === 'LogAppendTime';
+  const now = BigInt(Math.trunc(ctx.now));
+  const appended: AppendedBatch[] = [];
+  let offset = ctx.nextOffset;
+  let maxTimestamp = NO_TIMESTAMP;
+  let offsetOfMaxTimestamp = -1n;
+  for (const c of checked) {
+    const baseOffset = offset;
+    const lastOffset = baseOffset + BigInt(c.lastOffsetDelta);
+    out.writeBigInt64BE(baseOffset, c.position + BASE_OFFSET);
+    out.writeInt32BE(ctx.leaderEpoch, c.position + PARTITION_LEADER_EPOCH);
+
+    const attributes = out.readInt16BE(c.position + ATTRIBUTES);
+    const wantAttributes = logAppend ? attributes | TIMESTAMP_TYPE_LOG_APPEND : attributes & ~TIMESTAMP_TYPE_LOG_APPEND;
+    const wantMax = logAppend ? now : c.maxRecordTimestamp;
+    if (wantAttributes !== attributes || out.readBigInt64BE(c.position + MAX_TIMESTAMP) !== wantMax) {
+      out.writeInt16BE(wantAttributes, c.position + ATTRIBUTES);
+      out.writeBigInt64BE(wantMax, c.position + MAX_TIMESTAMP);
+      writeBatchCrc(out, c.position, c.size);
+    }
+    if (!logAppend && c.maxRecordTimestamp > maxTimestamp) {
+      maxTimestamp = c.maxRecordTimestamp;
+      offsetOfMaxTimestamp = baseOffset + BigInt(c.offsetDeltaOfMax);
+    }
+    appended.push({ baseOffset, lastOffset, maxTimestamp: wantMax, position: c.position, size: c.size });
+    offset = lastOffset + 1n;
+  }
+  if (logAppend) {
+    // Every record now carries the same time, so the first one holds the maximum.
+    maxTimestamp = now;
+    offsetOfMaxTimestamp = ctx.nextOffset;
+  }
+  return {
+    ok: true,
+    batches: out,
+    firstOffset: ctx.nextOffset,
+    lastOffset: offset - 1n,
+    maxTimestamp,
+    offsetOfMaxTimestamp,
+    logAppendTime: logAppend ? now : NO_TIMESTAMP,
+    appended,
+    recordCount: recordBase,
+  };
+}
+
+function fail(errorCode: number, message: string, recordErrors: Failure['recordErrors'] = []): Failure {
+  return { ok: false, errorCode, message, recordErrors };
+}
