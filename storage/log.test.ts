@@ -1,0 +1,610 @@
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ErrorCode } from '../wire/errors.js';
+import { buildBatch, readBatchHeader } from '../wire/record-batch.js';
+import { seededRandom } from '../wire/seeded-random.js';
+import { FaultyFs } from './fs.js';
+import { type LogConfig, logConfig } from './log-config.js';
+import { validateAndAssignOffsets } from './log-validator.js';
+import { type AppendInfo, CLEAN_SHUTDOWN_FILE, PartitionLog, StorageError, readRanges } from './log.js';
+import { segmentFileName } from './segment.js';
+
+const dirs: string[] = [];
+const logs: PartitionLog[] = [];
+afterEach(() => {
+  for (const l of logs.splice(0)) {
+    try {
+      l.close();
+    } catch {
+      // already offline or closed by the test
+    }
+  }
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'gregor-log-'));
+  dirs.push(d);
+  return d;
+}
+
+function open(dir: string, config: LogConfig, opts: Parameters<typeof PartitionLog.open>[2] = {}): PartitionLog {
+  const log = PartitionLog.open(dir, config, opts);
+  logs.push(log);
+  return log;
+}
+
+/** A batch of `count` records, `valueBytes` each, record i at timestamp ts + i. */
+function batch(count: number, ts = 1000n, valueBytes = 20): Buffer {
+  return buildBatch({
+    records: Array.from({ length: count }, (_, i) => ({ value: Buffer.alloc(valueBytes, i), timestamp: ts + BigInt(i) })),
+  });
+}
+
+function appendOk(log: PartitionLog, records: Buffer): { firstOffset: bigint; lastOffset: bigint } {
+  const r = log.append(records, 3);
+  if (!r.ok) throw new Error(r.message);
+  return r;
+}
+
+/** The batches a read returned, as [baseOffset, lastOffset] pairs. */
+function offsetsOf(buf: Buffer): [bigint, bigint][] {
+  const out: [bigint, bigint][] = [];
+  for (let at = 0; at < buf.length; ) {
+    const h = readBatchHeader(buf, at);
+    out.push([h.baseOffset, h.baseOffset + BigInt(h.lastOffsetDelta)]);
+    at += h.batchLength + 12;
+  }
+  return out;
+}
+
+function readOffsets(log: PartitionLog, offset: bigint, maxBytes = 1 << 20, opts = {}): [bigint, bigint][] {
+  const r = log.read(offset, maxBytes, opts);
+  if (!r.ok) throw new Error('out of range');
+  return offsetsOf(readRanges(r.records));
+}
+
+const small = logConfig({ segmentBytes: 1 << 20, indexIntervalBytes: 256 });
+
+describe('PartitionLog worked examples', () => {
+  it('appends, assigns offsets and stamps the leader epoch', () => {
+    const log = open(tempDir(), small);
+    const r = log.append(batch(3), 5);
+    expect(r).toMatchObject({ ok: true, firstOffset: 0n, lastOffset: 2n, logStartOffset: 0n });
+    expect(log.logEndOffset).toBe(3n);
+    appendOk(log, batch(2));
+    expect(log.logEndOffset).toBe(5n);
+    const bytes = log.readBuffer(0n, 1 << 20)!;
+    expect(offsetsOf(bytes)).toEqual([
+      [0n, 2n],
+      [3n, 4n],
+    ]);
+    expect(readBatchHeader(bytes, 0).partitionLeaderEpoch).toBe(5);
+  });
+
+  it('appendValidated writes batches with offsets already assigned, skipping ahead if told', () => {
+    const log = open(tempDir(), small);
+    const a = batch(3);
+    const b = batch(2, 2000n);
+    a.writeBigInt64BE(10n, 0);
+    b.writeBigInt64BE(13n, 0);
+    const info: AppendInfo = {
+      firstOffset: 10n,
+      lastOffset: 14n,
+      maxTimestamp: 2001n,
+      offsetOfMaxTimestamp: 14n,
+      appended: [
+        { baseOffset: 10n, lastOffset: 12n, maxTimestamp: 1002n, position: 0, size: a.length },
+        { baseOffset: 13n, lastOffset: 14n, maxTimestamp: 2001n, position: a.length, size: b.length },
+      ],
+    };
+    log.appendValidated(Buffer.concat([a, b]), info);
+    expect(log.logEndOffset).toBe(15n);
+    expect(readOffsets(log, 12n)).toEqual([
+      [10n, 12n],
+      [13n, 14n],
+    ]);
+    expect(() => log.appendValidated(a, { ...info, firstOffset: 3n })).toThrow(RangeError);
+  });
+
+  it('reads whole batches within maxBytes, the first one regardless (KIP-74), below maxOffset', () => {
+    const log = open(tempDir(), small);
+    for (let i = 0; i < 3; i++) appendOk(log, batch(3)); // 0..2, 3..5, 6..8
+    const size = batch(3).length;
+    expect(readOffsets(log, 1n, size + size / 2)).toEqual([[0n, 2n]]);
+    expect(readOffsets(log, 0n, 10)).toEqual([[0n, 2n]]);
+    const noMin = log.read(0n, 10, { minOneMessage: false });
+    expect(noMin.ok && noMin.records).toEqual([]);
+    expect(readOffsets(log, 0n, 1 << 20, { maxOffset: 6n })).toEqual([
+      [0n, 2n],
+      [3n, 5n],
+    ]);
+    // A batch that reaches the high watermark is not yet visible.
+    expect(readOffsets(log, 3n, 1 << 20, { maxOffset: 5n })).toEqual([]);
+    expect(readOffsets(log, 9n)).toEqual([]);
+    expect(log.read(10n, 100)).toEqual({ ok: false, errorCode: ErrorCode.OFFSET_OUT_OF_RANGE, logStartOffset: 0n, logEndOffset: 9n });
+  });
+
+  it('finds batches through the offset index in a long segment', () => {
+    const log = open(tempDir(), logConfig({ indexIntervalBytes: 100 }));
+    for (let i = 0; i < 500; i++) appendOk(log, batch(2));
+    for (const off of [0n, 1n, 2n, 500n, 777n, 998n, 999n]) {
+      const base = off - (off % 2n);
+      expect(readOffsets(log, off, 1)).toEqual([[base, base + 1n]]);
+    }
+  });
+
+  it('rolls by segment.bytes', () => {
+    const size = batch(1).length;
+    const log = open(tempDir(), logConfig({ segmentBytes: size * 3 }));
+    for (let i = 0; i < 7; i++) appendOk(log, batch(1));
+    expect(log.segmentBaseOffsets()).toEqual([0n, 3n, 6n]);
+    expect(readOffsets(log, 0n)).toEqual([
+      [0n, 0n],
+      [1n, 1n],
+      [2n, 2n],
+    ]);
+    expect(readOffsets(log, 3n)).toEqual([
+      [3n, 3n],
+      [4n, 4n],
+      [5n, 5n],
+    ]);
+  });
+
+  it('rolls by segment.ms, measured between batch timestamps, or by the clock when batches have none', () => {
+    let now = 1_000_000;
+    const log = open(tempDir(), logConfig({ segmentMs: 1000 }), { now: () => now });
+    appendOk(log, batch(1, 5000n));
+    appendOk(log, batch(1, 6000n)); // waited exactly segment.ms: no roll
+    expect(log.segmentBaseOffsets()).toEqual([0n]);
+    appendOk(log, batch(1, 6001n));
+    expect(log.segmentBaseOffsets()).toEqual([0n, 2n]);
+
+    const noTs = open(tempDir(), logConfig({ segmentMs: 1000 }), { now: () => now });
+    appendOk(noTs, batch(1, -1n));
+    now += 1001;
+    appendOk(noTs, batch(1, -1n));
+    expect(noTs.segmentBaseOffsets()).toEqual([0n, 1n]);
+  });
+
+  it('rolls when the offset index or the time index is full', () => {
+    // 40 bytes: five offset entries, three time entries; an entry comes with every batch after the first.
+    const config = logConfig({ indexIntervalBytes: 1, segmentIndexBytes: 40 });
+    const sameTime = open(tempDir(), config);
+    for (let i = 0; i < 7; i++) appendOk(sameTime, batch(1, 1000n));
+    expect(sameTime.segmentBaseOffsets()).toEqual([0n, 6n]);
+    const risingTime = open(tempDir(), config);
+    for (let i = 0; i < 5; i++) appendOk(risingTime, batch(1, BigInt(1000 + i)));
+    expect(risingTime.segmentBaseOffsets()).toEqual([0n, 4n]);
+  });
+
+  it('rolls on demand and keeps an empty active segment', () => {
+    const log = open(tempDir(), small);
+    expect(log.roll()).toBe(0n);
+    appendOk(log, batch(3));
+    expect(log.roll()).toBe(3n);
+    expect(log.roll()).toBe(3n);
+    appendOk(log, batch(1));
+    expect(log.segmentBaseOffsets()).toEqual([0n, 3n]);
+    expect(readOffsets(log, 2n)).toEqual([[0n, 2n]]);
+    expect(readOffsets(log, 3n)).toEqual([[3n, 3n]]);
+  });
+
+  it('truncateTo drops batches at and after the offset, across segments', () => {
+    const log = open(tempDir(), small);
+    appendOk(log, batch(3)); // 0..2
+    appendOk(log, batch(3)); // 3..5
+    log.roll();
+    appendOk(log, batch(3)); // 6..8
+    log.updateHighWatermark(9n);
+    log.truncateTo(20n);
+    expect(log.logEndOffset).toBe(9n);
+    log.truncateTo(3n);
+    expect(log.logEndOffset).toBe(3n);
+    expect(log.highWatermark).toBe(3n);
+    expect(log.segmentBaseOffsets()).toEqual([0n]);
+    expect(readOffsets(log, 0n)).toEqual([[0n, 2n]]);
+    expect(appendOk(log, batch(1)).firstOffset).toBe(3n);
+    // A batch straddling the offset goes whole.
+    log.truncateTo(1n);
+    expect(log.logEndOffset).toBe(1n);
+    expect(readOffsets(log, 0n)).toEqual([]);
+  });
+
+  it('truncateFullyAndStartAt empties the log at a new offset', () => {
+    const log = open(tempDir(), small);
+    appendOk(log, batch(3));
+    log.truncateFullyAndStartAt(500n);
+    expect([log.logStartOffset, log.logEndOffset, log.highWatermark]).toEqual([500n, 500n, 500n]);
+    expect(log.segmentBaseOffsets()).toEqual([500n]);
+    expect(appendOk(log, batch(2)).firstOffset).toBe(500n);
+  });
+
+  it('deleteRecordsBefore moves the log start and deletes whole segments below it', () => {
+    const dir = tempDir();
+    const log = open(dir, small);
+    for (let i = 0; i < 4; i++) {
+      appendOk(log, batch(50));
+      log.roll();
+    } // segments 0, 50, 100, 150, 200 (empty)
+    log.updateHighWatermark(150n);
+    expect(log.deleteRecordsBefore(151n)).toEqual({ ok: false, errorCode: ErrorCode.OFFSET_OUT_OF_RANGE });
+    expect(log.deleteRecordsBefore(120n)).toEqual({ ok: true, lowWatermark: 120n });
+    expect(log.segmentBaseOffsets()).toEqual([100n, 150n, 200n]);
+    expect(existsSync(join(dir, segmentFileName(0n, '.log')))).toBe(false);
+    expect(log.read(110n, 100).ok).toBe(false);
+    expect(readOffsets(log, 120n, 1)).toEqual([[100n, 149n]]);
+    log.updateHighWatermark(200n);
+    expect(log.deleteRecordsBefore(200n)).toEqual({ ok: true, lowWatermark: 200n });
+    expect(log.segmentBaseOffsets()).toEqual([200n]);
+    log.close();
+    const again = open(dir, small);
+    expect([again.logStartOffset, again.logEndOffset, again.highWatermark]).toEqual([200n, 200n, 200n]);
+  });
+
+  it('deleteRecordsBefore the log end rolls so the last segment can go too', () => {
+    const log = open(tempDir(), small);
+    appendOk(log, batch(5));
+    log.updateHighWatermark(5n);
+    log.deleteRecordsBefore(5n);
+    expect(log.segmentBaseOffsets()).toEqual([5n]);
+    expect(readOffsets(log, 5n)).toEqual([]);
+  });
+
+  it('offsetForTimestamp finds the earliest record at or after a time', () => {
+    const log = open(tempDir(), logConfig({ indexIntervalBytes: 50 }));
+    for (let i = 0; i < 20; i++) appendOk(log, batch(5, BigInt(1000 + i * 100))); // record 5i+k at 1000 + 100i + k
+    log.roll();
+    appendOk(log, batch(5, 9000n)); // 100..104
+    expect(log.offsetForTimestamp(0n)).toEqual({ offset: 0n, timestamp: 1000n });
+    expect(log.offsetForTimestamp(1203n)).toEqual({ offset: 13n, timestamp: 1203n });
+    expect(log.offsetForTimestamp(1205n)).toEqual({ offset: 15n, timestamp: 1300n });
+    expect(log.offsetForTimestamp(2905n)).toEqual({ offset: 100n, timestamp: 9000n });
+    expect(log.offsetForTimestamp(9004n)).toEqual({ offset: 104n, timestamp: 9004n });
+    expect(log.offsetForTimestamp(9005n)).toBeNull();
+  });
+
+  it('moves the high watermark forward only, up to the log end, and checkpoints it', () => {
+    const dir = tempDir();
+    const log = open(dir, small);
+    appendOk(log, batch(10));
+    expect(log.updateHighWatermark(4n)).toBe(4n);
+    expect(log.updateHighWatermark(7n)).toBe(7n);
+    expect(log.updateHighWatermark(5n)).toBe(7n);
+    expect(log.updateHighWatermark(99n)).toBe(10n);
+    expect(log.lastStableOffset).toBe(10n);
+    log.checkpoint();
+    const reopened = open(dir, small, { fs: new FaultyFs() }); // unclean: not closed
+    expect(reopened.highWatermark).toBe(10n);
+  });
+});
+
+describe('durability', () => {
+  it('fsyncs every append with flush.messages = 1, and not otherwise', () => {
+    const fs = new FaultyFs();
+    const log = open(tempDir(), logConfig({ flushMessages: 1 }), { fs });
+    const before = fs.fsyncs;
+    appendOk(log, batch(1));
+    appendOk(log, batch(1));
+    expect(fs.fsyncs - before).toBeGreaterThanOrEqual(2);
+
+    const lazyFs = new FaultyFs();
+    const lazy = open(tempDir(), small, { fs: lazyFs });
+    const lazyBefore = lazyFs.fsyncs;
+    for (let i = 0; i < 10; i++) appendOk(lazy, batch(1));
+    expect(lazyFs.fsyncs).toBe(lazyBefore);
+  });
+
+  it('flushes after flush.messages messages and when flush.ms has passed', () => {
+    let now = 0;
+    const fs = new FaultyFs();
+    const log = open(tempDir(), logConfig({ flushMessages: 5, flushMs: 1000 }), { fs, now: () => now });
+    const start = fs.fsyncs;
+    appendOk(log, batch(3));
+    expect(fs.fsyncs).toBe(start);
+    appendOk(log, batch(2));
+    expect(fs.fsyncs).toBeGreaterThan(start);
+    const mid = fs.fsyncs;
+    appendOk(log, batch(1));
+    now = 999;
+    expect(log.flushIfDue()).toBe(false);
+    now = 1000;
+    expect(log.flushIfDue()).toBe(true);
+    expect(fs.fsyncs).toBeGreaterThan(mid);
+  });
+
+  it('each append is one write', () => {
+    const fs = new FaultyFs();
+    const log = open(tempDir(), small, { fs });
+    const before = fs.writes;
+    appendOk(log, Buffer.concat([batch(3), batch(4)]));
+    expect(fs.writes - before).toBe(1);
+  });
+});
+
+describe('recovery', () => {
+  function filled(dir: string, config = small): { bytes: Buffer; end: bigint } {
+    const log = PartitionLog.open(dir, config);
+    for (let i = 0; i < 10; i++) appendOk(log, batch(3, BigInt(1000 + i)));
+    const bytes = log.readBuffer(0n, 1 << 30)!;
+    const end = log.logEndOffset;
+    log.close();
+    return { bytes, end };
+  }
+  const logFile = (dir: string) => join(dir, segmentFileName(0n, '.log'));
+
+  it('a clean shutdown marker skips the scan (a damaged tail then goes unnoticed until read)', () => {
+    const dir = tempDir();
+    const { end } = filled(dir);
+    expect(existsSync(join(dir, CLEAN_SHUTDOWN_FILE))).toBe(true);
+    const fs = new FaultyFs();
+    let reads = 0;
+    const counting = Object.assign(Object.create(fs) as FaultyFs, {
+      read: (fd: number, buf: Buffer, o: number, l: number, p: number) => {
+        reads += l;
+        return fs.read(fd, buf, o, l, p);
+      },
+    });
+    const log = open(dir, small, { fs: counting });
+    expect(log.logEndOffset).toBe(end);
+    expect(reads).toBeLessThan(statSync(logFile(dir)).size);
+    expect(existsSync(join(dir, CLEAN_SHUTDOWN_FILE))).toBe(false);
+  });
+
+  it('cuts a torn tail after a crash', () => {
+    const dir = tempDir();
+    const { bytes } = filled(dir);
+    unlinkSync(join(dir, CLEAN_SHUTDOWN_FILE));
+    const one = batch(3).length;
+    truncateSync(logFile(dir), bytes.length - Math.floor(one / 2));
+    const log = open(dir, small);
+    expect(log.logEndOffset).toBe(27n);
+    expect(statSync(logFile(dir)).size).toBe(bytes.length - one);
+    expect(appendOk(log, batch(1)).firstOffset).toBe(27n);
+    expect(readOffsets(log, 24n)).toEqual([
+      [24n, 26n],
+      [27n, 27n],
+    ]);
+  });
+
+  it('cuts from a batch whose CRC fails, dropping everything after it', () => {
+    const dir = tempDir();
+    const { bytes } = filled(dir);
+    unlinkSync(join(dir, CLEAN_SHUTDOWN_FILE));
+    const one = batch(3).length;
+    const damaged = Buffer.from(bytes);
+    damaged[4 * one + 70]! ^= 0xff; // inside the records of batch 12..14
+    writeFileSync(logFile(dir), damaged);
+    // The checkpoint says everything was flushed; recovery must still start at the segment holding it.
+    const log = open(dir, small);
+    expect(log.logEndOffset).toBe(12n);
+    expect(readFileSync(logFile(dir))).toEqual(bytes.subarray(0, 4 * one));
+  });
+
+  it('rebuilds a missing or corrupt index, even after a clean shutdown', () => {
+    const dir = tempDir();
+    const config = logConfig({ indexIntervalBytes: 1 });
+    filled(dir, config);
+    const index = join(dir, segmentFileName(0n, '.index'));
+    expect(statSync(index).size).toBeGreaterThan(0);
+    const good = readFileSync(index);
+    unlinkSync(index);
+    let log = open(dir, config);
+    expect(readOffsets(log, 13n, 1)).toEqual([[12n, 14n]]);
+    log.close();
+    expect(readFileSync(index)).toEqual(good);
+
+    const corrupt = Buffer.from(good);
+    corrupt.writeInt32BE(7, corrupt.length - 4); // last entry now points inside a batch
+    writeFileSync(index, corrupt);
+    log = open(dir, config);
+    expect(log.logEndOffset).toBe(30n);
+    expect(readOffsets(log, 28n, 1)).toEqual([[27n, 29n]]);
+    log.close();
+    expect(readFileSync(index)).toEqual(good);
+
+    writeFileSync(index, good.subarray(0, good.length - 3));
+    log = open(dir, config);
+    expect(readOffsets(log, 25n, 1)).toEqual([[24n, 26n]]);
+  });
+
+  it('rebuilds a corrupt time index', () => {
+    const dir = tempDir();
+    const config = logConfig({ indexIntervalBytes: 1 });
+    filled(dir, config);
+    const timeIndex = join(dir, segmentFileName(0n, '.timeindex'));
+    const t = readFileSync(timeIndex);
+    t.writeBigInt64BE(0n, t.length - 12); // out of order
+    writeFileSync(timeIndex, t);
+    const log = open(dir, config);
+    expect(log.offsetForTimestamp(1005n)).toEqual({ offset: 11n, timestamp: 1005n });
+  });
+
+  it('recovers an unclean log with no checkpoint from the first segment', () => {
+    const dir = tempDir();
+    const size = batch(3).length;
+    const fs = new FaultyFs();
+    const log = PartitionLog.open(dir, logConfig({ segmentBytes: size * 2 }), { fs });
+    for (let i = 0; i < 5; i++) appendOk(log, batch(3));
+    fs.crash();
+    rmSync(join(dir, 'partition.checkpoint'));
+    const again = open(dir, logConfig({ segmentBytes: size * 2 }));
+    expect(again.logEndOffset).toBe(15n);
+    expect(again.segmentBaseOffsets()).toEqual([0n, 6n, 12n]);
+  });
+});
+
+describe('I/O faults', () => {
+  function setup(config = small) {
+    const dir = tempDir();
+    const fs = new FaultyFs();
+    const log = PartitionLog.open(dir, config, { fs });
+    logs.push(log);
+    for (let i = 0; i < 5; i++) appendOk(log, batch(2));
+    const stored = log.readBuffer(0n, 1 << 20)!;
+    return { dir, fs, log, stored };
+  }
+  const isLog = (p: string) => p.endsWith('.log');
+
+  function expectOfflineButIntact(dir: string, log: PartitionLog, stored: Buffer) {
+    expect(log.isOffline).toBe(true);
+    expect(() => log.append(batch(1))).toThrow(StorageError);
+    try {
+      log.append(batch(1));
+    } catch (e) {
+      expect((e as StorageError).errorCode).toBe(ErrorCode.KAFKA_STORAGE_ERROR);
+    }
+    expect(log.readBuffer(0n, 1 << 20)).toEqual(stored);
+    expect(log.logEndOffset).toBe(10n);
+    log.close();
+    expect(existsSync(join(dir, CLEAN_SHUTDOWN_FILE))).toBe(false);
+    const again = open(dir, small);
+    expect(again.logEndOffset).toBe(10n);
+    expect(again.readBuffer(0n, 1 << 20)).toEqual(stored);
+    expect(appendOk(again, batch(1)).firstOffset).toBe(10n);
+  }
+
+  it('a failed write takes the log offline and leaves what was stored', () => {
+    const { dir, fs, log, stored } = setup();
+    fs.failNextWrite('EIO', isLog);
+    expect(() => log.append(batch(2))).toThrow(StorageError);
+    expectOfflineButIntact(dir, log, stored);
+  });
+
+  it('a torn write is cut back', () => {
+    const { dir, fs, log, stored } = setup();
+    fs.tearNextWrite(30, isLog);
+    expect(() => log.append(batch(2))).toThrow(StorageError);
+    expect(statSync(join(dir, segmentFileName(0n, '.log'))).size).toBe(stored.length);
+    expectOfflineButIntact(dir, log, stored);
+  });
+
+  it('a full disk fails the append with a storage error', () => {
+    const { dir, fs, log, stored } = setup();
+    fs.setFreeBytes(40);
+    expect(() => log.append(batch(2))).toThrow(/ENOSPC/);
+    fs.setFreeBytes(Infinity);
+    expectOfflineButIntact(dir, log, stored);
+  });
+
+  it('a failed fsync takes the log offline', () => {
+    const { dir, fs, log, stored } = setup();
+    fs.failNextFsync('EIO', isLog);
+    expect(() => log.flush()).toThrow(StorageError);
+    expectOfflineButIntact(dir, log, stored);
+  });
+
+  it('a failure while rolling takes the log offline', () => {
+    const size = batch(2).length;
+    const { dir, fs, log, stored } = setup(logConfig({ segmentBytes: size * 5 }));
+    fs.failNextFsync('EIO', isLog);
+    expect(() => log.append(batch(2))).toThrow(StorageError);
+    expectOfflineButIntact(dir, log, stored);
+  });
+});
+
+describe('against a model (seeded)', () => {
+  interface ModelBatch {
+    base: bigint;
+    last: bigint;
+    bytes: Buffer;
+  }
+
+  for (const seed of Array.from({ length: 16 }, (_, i) => i + 1)) {
+    it(`seed ${seed}`, () => {
+      const rnd = seededRandom(seed);
+      const int = (n: number) => Math.floor(rnd() * n);
+      const dir = tempDir();
+      const one = batch(1, 0n, 8).length;
+      const config = logConfig({ segmentBytes: 800 + int(2000), indexIntervalBytes: 1 + int(300), segmentIndexBytes: 8 * (2 + int(20)) });
+      let fs = new FaultyFs();
+      let log = PartitionLog.open(dir, config, { fs });
+      let model: ModelBatch[] = [];
+      let start = 0n;
+      let ts = 1000n;
+      const end = () => (model.length ? model[model.length - 1]!.last + 1n : start);
+
+      const check = () => {
+        expect(log.logEndOffset).toBe(end());
+        expect(log.logStartOffset).toBe(start);
+        const visible = model.filter((b) => b.last >= start);
+        // Every batch boundary and a random inner offset.
+        for (const b of visible) {
+          for (const off of [b.base < start ? start : b.base, b.last]) {
+            const maxBytes = int(3) === 0 ? 1 : 1 + int(one * 6);
+            const r = log.read(off, maxBytes);
+            expect(r.ok).toBe(true);
+            const got = readRanges(r.ok ? r.records : []);
+            const from = visible.indexOf(b);
+            let want = Buffer.alloc(0);
+            const seg = log.segmentBaseOffsets();
+            const segEnd = seg.find((s) => s > b.base) ?? Infinity;
+            for (let i = from, total = 0; i < visible.length; i++) {
+              const v = visible[i]!;
+              if (v.base >= (segEnd as bigint) || (total > 0 && total + v.bytes.length > maxBytes)) break;
+              want = Buffer.concat([want, v.bytes]);
+              total += v.bytes.length;
+            }
+            expect(got.equals(want)).toBe(true);
+          }
+        }
+        expect(log.read(end() + 1n, 100).ok).toBe(false);
+        if (start > 0n) expect(log.read(start - 1n, 100).ok).toBe(false);
+      };
+
+      for (let step = 0; step < 150; step++) {
+        const op = int(100);
+        if (op < 55) {
+          const count = 1 + int(4);
+          const n = 1 + int(3);
+          const buf = Buffer.concat(Array.from({ length: n }, () => batch(count, (ts += BigInt(int(50))), int(40))));
+          const r = validateAndAssignOffsets(buf, { nextOffset: log.logEndOffset, leaderEpoch: 0, now: 0, config });
+          if (!r.ok) throw new Error(r.message);
+          log.appendValidated(r.batches, r);
+          for (const a of r.appended) model.push({ base: a.baseOffset, last: a.lastOffset, bytes: Buffer.from(r.batches.subarray(a.position, a.position + a.size)) });
+        } else if (op < 65 && model.length > 0) {
+          // Truncate at a batch boundary, as a follower does.
+          const keep = int(model.length + 1);
+          const to = keep < model.length ? model[keep]!.base : end();
+          if (to > start) {
+            log.truncateTo(to);
+            model = model.slice(0, keep);
+          }
+        } else if (op < 72) {
+          log.roll();
+        } else if (op < 78 && model.length > 0) {
+          const target = start + BigInt(int(Number(end() - start) + 1));
+          log.updateHighWatermark(target);
+          expect(log.deleteRecordsBefore(target).ok).toBe(true);
+          if (target > start) start = target;
+          model = model.filter((b) => b.last >= start || b.last + 1n === start);
+        } else if (op < 86) {
+          log.close();
+          log = PartitionLog.open(dir, config, { fs });
+        } else if (op < 94) {
+          // Crash: no close, no marker; the page cache keeps what was written.
+          const lastBase = log.segmentBaseOffsets().pop()!;
+          fs.crash();
+          // Sometimes the crash tore a write: garbage follows the last whole batch.
+          if (int(2) === 0) {
+            const garbage = Buffer.from(Array.from({ length: 1 + int(200) }, () => int(256)));
+            appendFileSync(join(dir, segmentFileName(lastBase, '.log')), garbage);
+          }
+          fs = new FaultyFs();
+          log = PartitionLog.open(dir, config, { fs });
+        } else if (op < 97) {
+          log.flush();
+        } else {
+          log.truncateFullyAndStartAt(end() + 5n);
+          start = end() + 5n;
+          model = [];
+        }
+        model = model.filter((b) => b.last >= start);
+        check();
+      }
+      log.close();
+    });
+  }
+});

@@ -1,0 +1,564 @@
+/**
+ * A partition's log on disk: an ordered run of segments, the last one active,
+ * plus the offsets that frame it.
+ *
+ * Invariant on the offsets, in words: the log start offset is never above the
+ * high watermark, and the high watermark is never above the log end offset.
+ * The high watermark only moves forward, by the replica layer, except that
+ * truncation takes it down with the log end when the offsets it covered are
+ * gone. The recovery point is never above the log end offset either; every
+ * segment wholly below it has been fsynced together with its indexes, so a
+ * restart after a crash trusts those and rescans only from the segment that
+ * holds the recovery point.
+ *
+ * Everything is synchronous (see fs.ts): an operation that returns has done
+ * its writes, and nothing else runs in between.
+ */
+import { join } from 'node:path';
+import { ErrorCode } from '../wire/errors.js';
+import { readPartitionCheckpoint, writePartitionCheckpoint } from './checkpoint.js';
+import { type Fs, nodeFs } from './fs.js';
+import type { LogConfig } from './log-config.js';
+import { type ValidationResult, validateAndAssignOffsets } from './log-validator.js';
+import { type AppendedBatch, type FileRange, LogSegment, parseSegmentFileName, readRanges } from './segment.js';
+
+export { type AppendedBatch, type FileRange, readRanges } from './segment.js';
+
+export const CLEAN_SHUTDOWN_FILE = '.clean-shutdown';
+
+/** What the validator learned about batches whose offsets it assigned. */
+export interface AppendInfo {
+  firstOffset: bigint;
+  lastOffset: bigint;
+  maxTimestamp: bigint;
+  offsetOfMaxTimestamp: bigint;
+  appended: readonly AppendedBatch[];
+}
+
+/** The log could not write or sync: the partition answers KAFKA_STORAGE_ERROR until the log is reopened. */
+export class StorageError extends Error {
+  readonly errorCode = ErrorCode.KAFKA_STORAGE_ERROR;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StorageError';
+  }
+}
+
+export type ReadResult =
+  | {
+      ok: true;
+      /** Whole batches, in offset order; empty when there is nothing to return yet. */
+      records: FileRange[];
+      /** Total bytes of `records`. */
+      size: number;
+      logStartOffset: bigint;
+      logEndOffset: bigint;
+      highWatermark: bigint;
+    }
+  | { ok: false; errorCode: typeof ErrorCode.OFFSET_OUT_OF_RANGE; logStartOffset: bigint; logEndOffset: bigint };
+
+export type AppendResult = ValidationResult & { logStartOffset: bigint };
+
+export interface OpenOptions {
+  fs?: Fs;
+  /** Milliseconds since the epoch; tests inject a clock. */
+  now?: () => number;
+  /** Stamped on batches that `append` accepts. */
+  leaderEpoch?: number;
+}
+
+export class PartitionLog {
+  private readonly segments: LogSegment[];
+  private _logStartOffset: bigint;
+  private _highWatermark: bigint;
+  private recoveryPoint: bigint;
+  private offlineCause: StorageError | null = null;
+  private closed = false;
+  private unflushedMessages = 0;
+  private oldestUnflushedMs: number | null = null;
+  private readonly fs: Fs;
+  private readonly now: () => number;
+  private readonly leaderEpoch: number;
+
+  private constructor(
+    readonly dir: string,
+    readonly config: LogConfig,
+    opts: OpenOptions,
+    segments: LogSegment[],
+    start: { logStartOffset: bigint; highWatermark: bigint; recoveryPoint: bigint },
+  ) {
+    this.fs = opts.fs ?? nodeFs;
+    this.now = opts.now ?? Date.now;
+    this.leaderEpoch = opts.leaderEpoch ?? 0;
+    this.segments = segments;
+    this._logStartOffset = start.logStartOffset;
+    this._highWatermark = start.highWatermark;
+    this.recoveryPoint = start.recoveryPoint;
+  }
+
+  /**
+   * Opens the log in `dir`, creating it when empty. After a clean shutdown
+   * (the marker file is there) segments are trusted and only their index
+   * tails are read; otherwise every segment from the one holding the
+   * recovery point on is rescanned: batch sizes and CRCs verified, a torn or
+   * corrupt tail cut off (with every later segment), indexes rebuilt.
+   *
+   * Example: a log closed at end offset 120 with checkpointed high watermark
+   * 100 reopens with logEndOffset 120n and highWatermark 100n; the same log
+   * after a crash that tore its last batch reopens at the end of the last
+   * whole batch, say 110n, with highWatermark min(100n, 110n) = 100n.
+   */
+  static open(dir: string, config: LogConfig, opts: OpenOptions = {}): PartitionLog {
+    const fs = opts.fs ?? nodeFs;
+    const nowMs = (opts.now ?? Date.now)();
+    fs.mkdir(dir);
+    const names = fs.readdir(dir);
+    for (const name of names) if (name.endsWith('.tmp')) fs.unlink(join(dir, name));
+    const bases = names
+      .map(parseSegmentFileName)
+      .filter((b): b is bigint => b !== null)
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const markerPath = join(dir, CLEAN_SHUTDOWN_FILE);
+    const clean = fs.exists(markerPath);
+    const checkpoint = readPartitionCheckpoint(fs, dir);
+
+    const segments: LogSegment[] = [];
+    try {
+      for (const base of bases) segments.push(LogSegment.open(fs, dir, base, config, nowMs));
+      if (segments.length === 0) {
+        segments.push(LogSegment.create(fs, dir, checkpoint?.logStartOffset ?? 0n, config, nowMs));
+      }
+      // Without a clean shutdown and a checkpoint, nothing is known to be on disk.
+      const recoveryPoint = clean ? null : (checkpoint?.recoveryPoint ?? -1n);
+      let firstToRecover = segments.length;
+      if (recoveryPoint !== null) {
+        firstToRecover = 0;
+        for (let i = 0; i < segments.length; i++) if (segments[i]!.baseOffset <= recoveryPoint) firstToRecover = i;
+      }
+      const recovered: LogSegment[] = [];
+      for (let i = 0; i < segments.length; i++) {
+        const seg = segments[i]!;
+        // A trusted segment whose indexes do not match its data is rescanned all the same.
+        if (i < firstToRecover && seg.loadTail() === null) continue;
+        recovered.push(seg);
+        const cut = seg.recover();
+        const nextBase = segments[i + 1]?.baseOffset;
+        if (cut > 0 || (nextBase !== undefined && seg.nextOffset > nextBase)) {
+          // Data after a damaged batch cannot be trusted to follow on from it.
+          for (const later of segments.splice(i + 1)) later.delete();
+        }
+      }
+      if (recovered.length > 0) {
+        for (const seg of recovered) if (segments.includes(seg)) seg.flush();
+        fs.syncDir(dir);
+      }
+      const active = segments[segments.length - 1]!;
+      const logEndOffset = active.nextOffset;
+      const first = segments[0]!.baseOffset;
+      let logStartOffset = checkpoint && checkpoint.logStartOffset > first ? checkpoint.logStartOffset : first;
+      if (logStartOffset > logEndOffset) logStartOffset = logEndOffset;
+      let highWatermark = checkpoint?.highWatermark ?? logStartOffset;
+      if (highWatermark < logStartOffset) highWatermark = logStartOffset;
+      if (highWatermark > logEndOffset) highWatermark = logEndOffset;
+      const log = new PartitionLog(dir, config, opts, segments, {
+        logStartOffset,
+        highWatermark,
+        recoveryPoint: logEndOffset, // clean, or everything above was just verified and fsynced
+      });
+      if (clean) {
+        // From here on a crash must lead to recovery.
+        fs.unlink(markerPath);
+        fs.syncDir(dir);
+      }
+      return log;
+    } catch (err) {
+      for (const seg of segments) seg.close();
+      throw err;
+    }
+  }
+
+  /** The first offset a consumer can read. Example: 0n for a new log; 50n after deleteRecordsBefore(50n). */
+  get logStartOffset(): bigint {
+    return this._logStartOffset;
+  }
+
+  /** One past the last stored offset. Example: 3n after appending a 3-record batch to a new log. */
+  get logEndOffset(): bigint {
+    return this.segments[this.segments.length - 1]!.nextOffset;
+  }
+
+  /** Offsets below it are committed (replicated to the ISR). Example: 0n until updateHighWatermark is called. */
+  get highWatermark(): bigint {
+    return this._highWatermark;
+  }
+
+  /** Without transactions tracked yet, the last stable offset is the high watermark. Example: equals highWatermark. */
+  get lastStableOffset(): bigint {
+    return this._highWatermark;
+  }
+
+  /** True after an I/O error: appends fail with StorageError, reads go on. Example: false for a healthy log. */
+  get isOffline(): boolean {
+    return this.offlineCause !== null;
+  }
+
+  /** Base offsets of the segments, oldest first. Example: [0n, 1000n] after one roll at offset 1000. */
+  segmentBaseOffsets(): bigint[] {
+    return this.segments.map((s) => s.baseOffset);
+  }
+
+  /** Total bytes of the segment files. Example: 0 for a new log. */
+  get size(): number {
+    let total = 0;
+    for (const s of this.segments) total += s.size;
+    return total;
+  }
+
+  /**
+   * Validates `records` (the validator assigns offsets from the log end and
+   * stamps `leaderEpoch`), then appends them. A validation failure appends
+   * nothing and is returned as is; an I/O failure throws StorageError.
+   *
+   * Example: on a new log, append(<one batch of 3 records>, 5) returns
+   * { ok: true, firstOffset: 0n, lastOffset: 2n, logStartOffset: 0n, ... }
+   * and logEndOffset becomes 3n.
+   */
+  append(records: Buffer, leaderEpoch: number = this.leaderEpoch): AppendResult {
+    this.checkWritable();
+    const result = validateAndAssignOffsets(records, {
+      nextOffset: this.logEndOffset,
+      leaderEpoch,
+      now: this.now(),
+      config: this.config,
+    });
+    if (result.ok) this.appendValidated(result.batches, result);
+    return { ...result, logStartOffset: this._logStartOffset };
+  }
+
+  /**
+   * Writes batches whose offsets are already assigned (by the validator on a
+   * leader, by the leader on a follower), in one write at the end of the
+   * active segment, rolling first when Kafka's roll rule says so. Offsets may
+   * skip ahead of the log end but never go back.
+   *
+   * Example: on a log ending at 10n, appendValidated(<batches 10..12 and
+   * 13..14>, { firstOffset: 10n, lastOffset: 14n, appended: [<10..12 at 0,
+   * 90 bytes>, <13..14 at 90, 80 bytes>], ... }) makes logEndOffset 15n.
+   */
+  appendValidated(batches: Buffer, info: AppendInfo): void {
+    this.checkWritable();
+    if (info.firstOffset < this.logEndOffset) {
+      throw new RangeError(`append at offset ${info.firstOffset} is below the log end offset ${this.logEndOffset}`);
+    }
+    if (batches.length === 0) return;
+    this.guard('append', () => {
+      if (this.active.shouldRoll(batches.length, info.maxTimestamp, info.lastOffset, this.now())) this.rollAt(info.firstOffset);
+      this.active.append(batches, info.appended, info.lastOffset);
+    });
+    this.unflushedMessages += Number(info.lastOffset - info.firstOffset + 1n);
+    this.oldestUnflushedMs ??= this.now();
+    this.flushIfDue();
+  }
+
+  /**
+   * Whole batches from the one holding `fetchOffset`, at most `maxBytes` of
+   * them except that the first is returned even when larger (KIP-74, unless
+   * minOneMessage is false), none reaching `maxOffset` (exclusive; the high
+   * watermark for consumers). The batches come from one segment; the next
+   * read continues in the next. The ranges point into the segment files:
+   * send them or copy them with `readRanges` before the log changes shape.
+   *
+   * Example: batches 0..2 (100 bytes) and 3..5 (100 bytes): read(1n, 150)
+   * returns one range of 100 bytes (batch 0..2, which the client trims to
+   * offset 1); read(0n, 50) returns that batch too (KIP-74); read(0n, 1000,
+   * { maxOffset: 3n }) only the first batch; read(6n, 1000) nothing (the log
+   * end); read(7n, 1000) { ok: false, errorCode: OFFSET_OUT_OF_RANGE }.
+   */
+  read(fetchOffset: bigint, maxBytes: number, opts: { maxOffset?: bigint; minOneMessage?: boolean } = {}): ReadResult {
+    const logEndOffset = this.logEndOffset;
+    if (fetchOffset < this._logStartOffset || fetchOffset > logEndOffset) {
+      return { ok: false, errorCode: ErrorCode.OFFSET_OUT_OF_RANGE, logStartOffset: this._logStartOffset, logEndOffset };
+    }
+    const records: FileRange[] = [];
+    let size = 0;
+    const maxOffset = opts.maxOffset;
+    if (fetchOffset < logEndOffset && (maxOffset === undefined || fetchOffset < maxOffset)) {
+      for (let i = this.segmentIndexFor(fetchOffset); i < this.segments.length; i++) {
+        const range = this.segments[i]!.read(fetchOffset, maxBytes, maxOffset, opts.minOneMessage ?? true);
+        if (range === null) continue;
+        if (range.size > 0) {
+          records.push(range);
+          size = range.size;
+        }
+        break;
+      }
+    }
+    return { ok: true, records, size, logStartOffset: this._logStartOffset, logEndOffset, highWatermark: this._highWatermark };
+  }
+
+  /** `read` with the bytes copied into one Buffer. Example: readBuffer(0n, 1 << 20).length === log.size on a one-segment log. */
+  readBuffer(fetchOffset: bigint, maxBytes: number, opts: { maxOffset?: bigint; minOneMessage?: boolean } = {}): Buffer | null {
+    const r = this.read(fetchOffset, maxBytes, opts);
+    return r.ok ? readRanges(r.records) : null;
+  }
+
+  /**
+   * The earliest offset at or after the log start whose record timestamp is
+   * at least `timestamp` (ListOffsets by time), or null when every record is
+   * older. The first segment whose max timestamp reaches it is searched
+   * through its time index, then its offset index.
+   *
+   * Example: records at offsets 0, 1, 2 with timestamps 100, 200, 300:
+   * offsetForTimestamp(150n) -> { offset: 1n, timestamp: 200n };
+   * offsetForTimestamp(301n) -> null.
+   */
+  offsetForTimestamp(timestamp: bigint): { offset: bigint; timestamp: bigint } | null {
+    for (let i = this.segmentIndexFor(this._logStartOffset); i < this.segments.length; i++) {
+      const seg = this.segments[i]!;
+      const found = seg.findOffsetByTimestamp(timestamp, this._logStartOffset);
+      if (found) return found;
+    }
+    return null;
+  }
+
+  /**
+   * Moves the high watermark forward, never past the log end offset and never
+   * back. Returns the high watermark after the call.
+   *
+   * Example: with logEndOffset 10n and highWatermark 4n: updateHighWatermark(7n)
+   * -> 7n; updateHighWatermark(5n) -> 7n; updateHighWatermark(99n) -> 10n.
+   */
+  updateHighWatermark(offset: bigint): bigint {
+    const end = this.logEndOffset;
+    const next = offset > end ? end : offset;
+    if (next > this._highWatermark) this._highWatermark = next;
+    return this._highWatermark;
+  }
+
+  /**
+   * Drops every offset at and after `offset` (a follower matching its leader),
+   * leaving logEndOffset = offset. A batch that straddles `offset` goes
+   * whole. The high watermark and recovery point come down with the end;
+   * truncating to the log start or below starts the log afresh there.
+   *
+   * Example: batches 0..2, 3..5, 6..8 (end 9n): truncateTo(6n) leaves 0..5 and
+   * logEndOffset 6n; truncateTo(20n) changes nothing.
+   */
+  truncateTo(offset: bigint): void {
+    this.checkWritable();
+    if (offset >= this.logEndOffset) return;
+    if (offset <= this._logStartOffset) {
+      this.truncateFullyAndStartAt(offset);
+      return;
+    }
+    this.guard('truncate', () => {
+      while (this.segments.length > 1 && this.active.baseOffset >= offset) this.segments.pop()!.delete();
+      this.active.truncateTo(offset);
+      if (this._highWatermark > offset) this._highWatermark = offset;
+      if (this.recoveryPoint > offset) this.recoveryPoint = offset;
+      this.writeCheckpoint();
+    });
+  }
+
+  /**
+   * Deletes every segment and starts an empty log at `offset`, which becomes
+   * log start, log end and high watermark (a follower too far behind its
+   * leader's log start).
+   *
+   * Example: truncateFullyAndStartAt(500n) on any log -> logStartOffset,
+   * logEndOffset and highWatermark all 500n, one empty segment 500.
+   */
+  truncateFullyAndStartAt(offset: bigint): void {
+    this.checkWritable();
+    this.guard('truncate', () => {
+      const fresh = LogSegment.create(this.fs, this.dir, offset, this.config, this.now());
+      for (const seg of this.segments.splice(0)) if (seg.baseOffset !== offset) seg.delete();
+      else seg.close();
+      this.segments.push(fresh);
+      this._logStartOffset = offset;
+      this._highWatermark = offset;
+      this.recoveryPoint = offset;
+      this.unflushedMessages = 0;
+      this.oldestUnflushedMs = null;
+      fresh.flush();
+      this.fs.syncDir(this.dir);
+      this.writeCheckpoint();
+    });
+  }
+
+  /**
+   * DeleteRecords: moves the log start offset up to `offset` (at most the high
+   * watermark) and deletes the segments wholly below it. Batches straddling
+   * the new start stay on disk but offsets below it are no longer served.
+   *
+   * Example: segments 0 and 100, high watermark 150n: deleteRecordsBefore(120n)
+   * -> { ok: true, lowWatermark: 120n }, segment 0 deleted; read(110n, ..)
+   * is OFFSET_OUT_OF_RANGE. deleteRecordsBefore(151n) -> { ok: false,
+   * errorCode: OFFSET_OUT_OF_RANGE }.
+   */
+  deleteRecordsBefore(
+    offset: bigint,
+  ): { ok: true; lowWatermark: bigint } | { ok: false; errorCode: typeof ErrorCode.OFFSET_OUT_OF_RANGE } {
+    this.checkWritable();
+    if (offset > this._highWatermark) return { ok: false, errorCode: ErrorCode.OFFSET_OUT_OF_RANGE };
+    if (offset <= this._logStartOffset) return { ok: true, lowWatermark: this._logStartOffset };
+    this.guard('delete records', () => {
+      this._logStartOffset = offset;
+      if (this.active.size > 0 && this.active.nextOffset <= offset) this.rollAt(this.logEndOffset);
+      while (this.segments.length > 1 && this.segments[1]!.baseOffset <= offset) this.segments.shift()!.delete();
+      this.writeCheckpoint();
+    });
+    return { ok: true, lowWatermark: this._logStartOffset };
+  }
+
+  /**
+   * Starts a new active segment at the log end offset, after syncing the old
+   * one; an empty active segment is kept as is. Returns the new base offset.
+   *
+   * Example: on a log ending at 42n, roll() -> 42n, and segmentBaseOffsets()
+   * ends with 42n.
+   */
+  roll(): bigint {
+    this.checkWritable();
+    if (this.active.size > 0) this.guard('roll', () => this.rollAt(this.logEndOffset));
+    return this.active.baseOffset;
+  }
+
+  /**
+   * Fsyncs the active segment and its indexes; the recovery point becomes the
+   * log end offset. Older segments were synced when they were rolled.
+   *
+   * Example: after appends up to 10n with flush.messages at its default,
+   * flush() makes offsets 0..9 survive a power cut.
+   */
+  flush(): void {
+    this.checkWritable();
+    this.guard('flush', () => this.active.flush());
+    this.recoveryPoint = this.logEndOffset;
+    this.unflushedMessages = 0;
+    this.oldestUnflushedMs = null;
+  }
+
+  /**
+   * Flushes when flush.messages messages are unflushed or the oldest unflushed
+   * append is flush.ms old; called after each append and meant for a periodic
+   * timer too. Returns whether it flushed.
+   *
+   * Example: with flushMs 1000, an append at t=0 and flushIfDue() at t=1000
+   * -> true.
+   */
+  flushIfDue(): boolean {
+    if (this.oldestUnflushedMs === null || this.offlineCause) return false;
+    if (
+      this.unflushedMessages >= this.config.flushMessages ||
+      this.now() - this.oldestUnflushedMs >= this.config.flushMs
+    ) {
+      this.flush();
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Writes the recovery point, log start offset and high watermark
+   * checkpoint; for a periodic timer (the high watermark is otherwise only
+   * written on roll, truncation, DeleteRecords and close).
+   *
+   * Example: after updateHighWatermark(7n), checkpoint() and a crash, the log
+   * reopens with highWatermark 7n.
+   */
+  checkpoint(): void {
+    this.checkWritable();
+    this.guard('checkpoint', () => this.writeCheckpoint());
+  }
+
+  /**
+   * Syncs everything, writes the checkpoint and the clean-shutdown marker and
+   * closes the files, so the next open skips recovery. An offline log only
+   * closes its files: the next open recovers it.
+   *
+   * Example: close() then PartitionLog.open(dir, config) reads no batch data
+   * except from the last index entry of each segment.
+   */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      if (!this.offlineCause) {
+        this.active.onBecomeInactive();
+        this.active.flush();
+        this.recoveryPoint = this.logEndOffset;
+        this.writeCheckpoint();
+        const marker = this.fs.open(join(this.dir, CLEAN_SHUTDOWN_FILE), 'create');
+        try {
+          this.fs.fsync(marker);
+        } finally {
+          this.fs.close(marker);
+        }
+        this.fs.syncDir(this.dir);
+      }
+    } finally {
+      for (const seg of this.segments) seg.close();
+    }
+  }
+
+  private get active(): LogSegment {
+    return this.segments[this.segments.length - 1]!;
+  }
+
+  /** Index of the segment holding `offset`: the last one whose base is not above it. */
+  private segmentIndexFor(offset: bigint): number {
+    let lo = 0;
+    let hi = this.segments.length - 1;
+    let found = 0;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.segments[mid]!.baseOffset <= offset) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found;
+  }
+
+  /** Syncs and seals the active segment and starts a new one at `baseOffset`. */
+  private rollAt(baseOffset: bigint): void {
+    const old = this.active;
+    old.onBecomeInactive();
+    old.flush();
+    const fresh = LogSegment.create(this.fs, this.dir, baseOffset, this.config, this.now());
+    this.segments.push(fresh);
+    this.fs.syncDir(this.dir);
+    // The old segment was synced in full: everything below the new one is durable.
+    this.recoveryPoint = old.nextOffset;
+    this.writeCheckpoint();
+  }
+
+  private writeCheckpoint(): void {
+    writePartitionCheckpoint(this.fs, this.dir, {
+      recoveryPoint: this.recoveryPoint,
+      logStartOffset: this._logStartOffset,
+      highWatermark: this._highWatermark,
+    });
+  }
+
+  private checkWritable(): void {
+    if (this.closed) throw new Error(`log ${this.dir} is closed`);
+    if (this.offlineCause) throw this.offlineCause;
+  }
+
+  /**
+   * Runs an operation that writes; an I/O error takes the log offline for
+   * good (until reopened), since after a failed write or fsync what the
+   * disk holds is no longer known.
+   */
+  private guard(what: string, op: () => void): void {
+    try {
+      op();
+    } catch (err) {
+      if (err instanceof RangeError) throw err;
+      this.offlineCause = new StorageError(`${what} failed in ${this.dir}: ${(err as Error).message}`, { cause: err });
+      throw this.offlineCause;
+    }
+  }
+}

@@ -1,0 +1,567 @@
+/**
+ * One segment of a partition log: the `.log` file of whole RecordBatch v2
+ * batches, stored verbatim, with its sparse offset index and time index. Files
+ * are named by the segment's base offset in 20 digits.
+ *
+ * Invariants: batches in the file are whole and their offsets grow; `size` is
+ * the byte length of the valid data (the file is never longer after a
+ * successful operation); `nextOffset` is one past the last offset the segment
+ * accounts for.
+ */
+import { join } from 'node:path';
+import {
+  ATTRIBUTES,
+  BASE_TIMESTAMP,
+  BATCH_HEADER_SIZE,
+  BATCH_LENGTH,
+  COMPRESSION_MASK,
+  LAST_OFFSET_DELTA,
+  LOG_OVERHEAD,
+  MAGIC,
+  MAX_TIMESTAMP,
+  RECORDS,
+  RECORD_COUNT,
+  TIMESTAMP_TYPE_LOG_APPEND,
+  batchCrcValid,
+} from '../wire/record-batch.js';
+import { type Fs, readFully, writeFully } from './fs.js';
+import type { LogConfig } from './log-config.js';
+import { OffsetIndex } from './offset-index.js';
+import { TimeIndex } from './time-index.js';
+
+export const LOG_SUFFIX = '.log';
+export const INDEX_SUFFIX = '.index';
+export const TIME_INDEX_SUFFIX = '.timeindex';
+
+/** `00000000000000000042.log` for base offset 42. */
+export function segmentFileName(baseOffset: bigint, suffix: string): string {
+  return baseOffset.toString().padStart(20, '0') + suffix;
+}
+
+/** The base offset named by a `.log` file, or null for any other file. */
+export function parseSegmentFileName(name: string): bigint | null {
+  const m = /^(\d{20})\.log$/.exec(name);
+  return m ? BigInt(m[1]!) : null;
+}
+
+/** An open segment file. Reads after close throw instead of reaching a reused descriptor. */
+export class LogFile {
+  private open = true;
+  constructor(
+    readonly fs: Fs,
+    readonly path: string,
+    private readonly fd: number,
+  ) {}
+
+  get isOpen(): boolean {
+    return this.open;
+  }
+
+  read(buf: Buffer, offset: number, length: number, position: number): number {
+    this.check();
+    return readFully(this.fs, this.fd, buf, offset, length, position);
+  }
+  write(buf: Buffer, position: number): void {
+    this.check();
+    writeFully(this.fs, this.fd, buf, position);
+  }
+  truncate(length: number): void {
+    this.check();
+    this.fs.ftruncate(this.fd, length);
+  }
+  fsync(): void {
+    this.check();
+    this.fs.fsync(this.fd);
+  }
+  size(): number {
+    this.check();
+    return this.fs.size(this.fd);
+  }
+  close(): void {
+    if (!this.open) return;
+    this.open = false;
+    this.fs.close(this.fd);
+  }
+  private check(): void {
+    if (!this.open) throw new Error(`${this.path} is closed (the segment was deleted or the log closed)`);
+  }
+}
+
+/**
+ * A byte range of a segment file holding whole batches. Valid until the log is
+ * next truncated, has segments deleted or is closed: materialise it (or send
+ * it) before then, in the same tick as the read is the simple rule.
+ */
+export interface FileRange {
+  readonly file: LogFile;
+  readonly position: number;
+  readonly size: number;
+}
+
+/** Copies file ranges into one Buffer. */
+export function readRanges(ranges: readonly FileRange[]): Buffer {
+  let total = 0;
+  for (const r of ranges) total += r.size;
+  const out = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (const r of ranges) {
+    const n = r.file.read(out, at, r.size, r.position);
+    if (n !== r.size) throw new Error(`${r.file.path}: range ${r.position}+${r.size} is no longer there`);
+    at += n;
+  }
+  return out;
+}
+
+/**
+ * Walks the batches of a file range without allocating per batch: each
+ * `next()` fills the public fields. With `whole`, `buf[at, at + size)` holds the
+ * whole batch; otherwise only its 61-byte header is guaranteed. Reads happen in
+ * chunks, so many small batches cost one pread.
+ */
+export class BatchCursor {
+  position = 0;
+  size = 0;
+  baseOffset = 0n;
+  lastOffset = 0n;
+  maxTimestamp = 0n;
+  buf: Buffer;
+  at = 0;
+  /** Why the walk stopped before `end`, or null when it reached it. */
+  problem: string | null = null;
+  private chunkPos = 0;
+  private chunkLen = 0;
+  private nextPos: number;
+
+  constructor(
+    private readonly file: LogFile,
+    start: number,
+    private readonly end: number,
+    private readonly whole: boolean,
+    private readonly chunkSize = 16384,
+  ) {
+    this.buf = Buffer.allocUnsafe(chunkSize);
+    this.nextPos = start;
+  }
+
+  next(): boolean {
+    const pos = this.nextPos;
+    if (pos >= this.end || this.problem !== null) return false;
+    if (this.end - pos < BATCH_HEADER_SIZE) return this.fail(`${this.end - pos} bytes at ${pos} are too few for a batch header`);
+    if (!this.load(pos, BATCH_HEADER_SIZE)) return false;
+    const b = this.buf;
+    const at = this.at;
+    const batchLength = b.readInt32BE(at + BATCH_LENGTH);
+    if (batchLength < BATCH_HEADER_SIZE - LOG_OVERHEAD) return this.fail(`batch at ${pos} has length ${batchLength}`);
+    const size = batchLength + LOG_OVERHEAD;
+    if (size > this.end - pos) return this.fail(`batch at ${pos} of ${size} bytes runs past ${this.end}`);
+    if (b.readInt8(at + MAGIC) !== 2) return this.fail(`batch at ${pos} has magic ${b.readInt8(at + MAGIC)}`);
+    const lastOffsetDelta = b.readInt32BE(at + LAST_OFFSET_DELTA);
+    if (lastOffsetDelta < 0) return this.fail(`batch at ${pos} has lastOffsetDelta ${lastOffsetDelta}`);
+    this.position = pos;
+    this.size = size;
+    this.baseOffset = b.readBigInt64BE(at);
+    this.lastOffset = this.baseOffset + BigInt(lastOffsetDelta);
+    this.maxTimestamp = b.readBigInt64BE(at + MAX_TIMESTAMP);
+    if (this.whole && !this.load(pos, size)) return false;
+    this.nextPos = pos + size;
+    return true;
+  }
+
+  /** Makes buf[at, at + length) hold the file's bytes [pos, pos + length). */
+  private load(pos: number, length: number): boolean {
+    if (pos >= this.chunkPos && pos + length <= this.chunkPos + this.chunkLen) {
+      this.at = pos - this.chunkPos;
+      return true;
+    }
+    const want = Math.min(Math.max(length, this.chunkSize), this.end - pos);
+    if (this.buf.length < want) this.buf = Buffer.allocUnsafe(want);
+    this.chunkPos = pos;
+    this.chunkLen = this.file.read(this.buf, 0, want, pos);
+    this.at = 0;
+    if (this.chunkLen < length) return this.fail(`file ends inside the batch at ${pos}`);
+    return true;
+  }
+
+  private fail(problem: string): false {
+    this.problem = problem;
+    return false;
+  }
+}
+
+/** A batch as the log appends it: offsets already assigned, position within the appended buffer. */
+export interface AppendedBatch {
+  baseOffset: bigint;
+  lastOffset: bigint;
+  maxTimestamp: bigint;
+  position: number;
+  size: number;
+}
+
+export interface BatchLocation {
+  position: number;
+  size: number;
+  baseOffset: bigint;
+  lastOffset: bigint;
+}
+
+const INT32_MAX = 0x7fffffffn;
+const RECOVERY_CHUNK = 1 << 20;
+
+export class LogSegment {
+  size: number;
+  nextOffset: bigint;
+  /** Largest batch max timestamp in the segment, -1 when none, and the base offset of the first batch carrying it. */
+  maxTimestamp = -1n;
+  offsetOfMaxTimestamp: bigint;
+  private bytesSinceLastIndexEntry = 0;
+  /** Max timestamp of the first batch (Kafka's segment.ms rule); undefined until read. */
+  private firstBatchTimestamp: bigint | null | undefined = undefined;
+
+  private constructor(
+    private readonly fs: Fs,
+    readonly dir: string,
+    readonly baseOffset: bigint,
+    private readonly config: LogConfig,
+    readonly file: LogFile,
+    readonly offsetIndex: OffsetIndex,
+    readonly timeIndex: TimeIndex,
+    /** When this segment object came to be, for segment.ms when batches carry no timestamp. */
+    readonly createdMs: number,
+  ) {
+    this.size = 0;
+    this.nextOffset = baseOffset;
+    this.offsetOfMaxTimestamp = baseOffset;
+  }
+
+  static create(fs: Fs, dir: string, baseOffset: bigint, config: LogConfig, nowMs: number): LogSegment {
+    const logPath = join(dir, segmentFileName(baseOffset, LOG_SUFFIX));
+    for (const suffix of [INDEX_SUFFIX, TIME_INDEX_SUFFIX]) {
+      const p = join(dir, segmentFileName(baseOffset, suffix));
+      if (fs.exists(p)) fs.unlink(p);
+    }
+    const fd = fs.open(logPath, 'create');
+    const file = new LogFile(fs, logPath, fd);
+    try {
+      if (fs.size(fd) > 0) fs.ftruncate(fd, 0);
+    } catch (err) {
+      file.close();
+      throw err;
+    }
+    return new LogSegment(
+      fs,
+      dir,
+      baseOffset,
+      config,
+      file,
+      new OffsetIndex(fs, join(dir, segmentFileName(baseOffset, INDEX_SUFFIX)), baseOffset, config.segmentIndexBytes, false),
+      new TimeIndex(fs, join(dir, segmentFileName(baseOffset, TIME_INDEX_SUFFIX)), baseOffset, config.segmentIndexBytes, false),
+      nowMs,
+    );
+  }
+
+  /** Opens an existing segment; the caller then runs `loadTail()` (trusted) or `recover()`. */
+  static open(fs: Fs, dir: string, baseOffset: bigint, config: LogConfig, nowMs: number): LogSegment {
+    const logPath = join(dir, segmentFileName(baseOffset, LOG_SUFFIX));
+    const file = new LogFile(fs, logPath, fs.open(logPath, 'readWrite'));
+    try {
+      const seg = new LogSegment(
+        fs,
+        dir,
+        baseOffset,
+        config,
+        file,
+        new OffsetIndex(fs, join(dir, segmentFileName(baseOffset, INDEX_SUFFIX)), baseOffset, config.segmentIndexBytes, true),
+        new TimeIndex(fs, join(dir, segmentFileName(baseOffset, TIME_INDEX_SUFFIX)), baseOffset, config.segmentIndexBytes, true),
+        nowMs,
+      );
+      seg.size = file.size();
+      return seg;
+    } catch (err) {
+      file.close();
+      throw err;
+    }
+  }
+
+  /**
+   * For a segment below the recovery point: trusts the data and checks the
+   * indexes against it, reading only from the last offset-index entry on.
+   * Returns why the segment needs `recover()`, or null when it loaded.
+   */
+  loadTail(): string | null {
+    const problem = this.offsetIndex.sanityProblem(this.size);
+    if (problem) return `offset index: ${problem}`;
+    const tail = this.rescanTail(true);
+    if (tail) return tail;
+    const timeProblem = this.timeIndex.sanityProblem(this.nextOffset);
+    return timeProblem ? `time index: ${timeProblem}` : null;
+  }
+
+  /**
+   * Recomputes nextOffset (when `setNext`), the max timestamp and the bytes
+   * since the last index entry from the last offset-index entry to the end.
+   * Every batch before that entry is covered by the time index: whenever an
+   * offset entry is added, the time index is offered the max so far.
+   */
+  private rescanTail(setNext: boolean): string | null {
+    const from = this.offsetIndex.lastEntry();
+    const lastTime = this.timeIndex.lastEntry();
+    this.maxTimestamp = lastTime ? lastTime.timestamp : -1n;
+    this.offsetOfMaxTimestamp = lastTime ? lastTime.offset : this.baseOffset;
+    this.bytesSinceLastIndexEntry = 0;
+    const cursor = new BatchCursor(this.file, from.position, this.size, false);
+    let first = true;
+    let next = this.baseOffset;
+    while (cursor.next()) {
+      if (first && this.offsetIndex.count > 0 && cursor.baseOffset !== from.offset) {
+        return `offset index entry for ${from.offset} points at a batch starting at ${cursor.baseOffset}`;
+      }
+      first = false;
+      if (cursor.maxTimestamp > this.maxTimestamp) {
+        this.maxTimestamp = cursor.maxTimestamp;
+        this.offsetOfMaxTimestamp = cursor.baseOffset;
+      }
+      this.bytesSinceLastIndexEntry += cursor.size;
+      next = cursor.lastOffset + 1n;
+    }
+    if (cursor.problem) return cursor.problem;
+    if (setNext) this.nextOffset = next;
+    return null;
+  }
+
+  /**
+   * Verifies every batch (size, magic, CRC, growing offsets), rebuilds both
+   * indexes from scratch and cuts the file at the first bad byte. Returns the
+   * number of bytes cut.
+   */
+  recover(): number {
+    const fileSize = this.file.size();
+    this.offsetIndex.reset();
+    this.timeIndex.reset();
+    this.maxTimestamp = -1n;
+    this.offsetOfMaxTimestamp = this.baseOffset;
+    this.bytesSinceLastIndexEntry = 0;
+    this.firstBatchTimestamp = undefined;
+    let next = this.baseOffset;
+    let good = 0;
+    const cursor = new BatchCursor(this.file, 0, fileSize, true, RECOVERY_CHUNK);
+    while (cursor.next()) {
+      if (!batchCrcValid(cursor.buf, cursor.at, cursor.size)) break;
+      if (cursor.baseOffset < next || cursor.lastOffset - this.baseOffset > INT32_MAX) break;
+      this.indexBatch(cursor.baseOffset, cursor.maxTimestamp, cursor.position, cursor.size);
+      next = cursor.lastOffset + 1n;
+      good = cursor.position + cursor.size;
+    }
+    if (good < fileSize) this.file.truncate(good);
+    this.size = good;
+    this.nextOffset = next;
+    return fileSize - good;
+  }
+
+  /** Index bookkeeping for one batch at `position`, shared by append and recovery. */
+  private indexBatch(baseOffset: bigint, maxTimestamp: bigint, position: number, size: number): void {
+    if (maxTimestamp > this.maxTimestamp) {
+      this.maxTimestamp = maxTimestamp;
+      this.offsetOfMaxTimestamp = baseOffset;
+    }
+    if (this.bytesSinceLastIndexEntry > this.config.indexIntervalBytes) {
+      this.offsetIndex.append(baseOffset, position);
+      this.timeIndex.maybeAppend(this.maxTimestamp, this.offsetOfMaxTimestamp);
+      this.bytesSinceLastIndexEntry = 0;
+    }
+    this.bytesSinceLastIndexEntry += size;
+  }
+
+  /**
+   * Writes `batches` at the end of the file in one write. On failure the
+   * file is cut back to where it was (when the disk still allows) and the
+   * segment's state is unchanged; the error is rethrown.
+   */
+  append(batches: Buffer, appended: readonly AppendedBatch[], lastOffset: bigint): void {
+    const start = this.size;
+    try {
+      this.file.write(batches, start);
+    } catch (err) {
+      try {
+        this.file.truncate(start);
+      } catch {
+        // The torn bytes stay past `size`, invisible to reads; recovery cuts them at the next open.
+      }
+      throw err;
+    }
+    this.size = start + batches.length;
+    if (start === 0 && appended.length > 0) this.firstBatchTimestamp = appended[0]!.maxTimestamp;
+    for (const b of appended) this.indexBatch(b.baseOffset, b.maxTimestamp, start + b.position, b.size);
+    this.nextOffset = lastOffset + 1n;
+  }
+
+  /**
+   * Kafka's roll rule for an append of `bytes` bytes whose max timestamp is
+   * `maxTimestamp` and last offset `lastOffset`: the segment is not empty and
+   * would exceed segment.bytes, or has aged past segment.ms (measured between
+   * its first batch's timestamp and the new one, or by the clock when batches
+   * carry no timestamp), or an index is full, or the offsets would no longer
+   * fit the indexes' 32-bit relative offsets.
+   */
+  shouldRoll(bytes: number, maxTimestamp: bigint, lastOffset: bigint, nowMs: number): boolean {
+    if (this.size === 0) return false;
+    if (this.size > this.config.segmentBytes - bytes) return true;
+    const first = this.readFirstBatchTimestamp();
+    const waited = first !== null && first >= 0n ? Number(maxTimestamp - first) : nowMs - this.createdMs;
+    if (waited > this.config.segmentMs) return true;
+    if (this.offsetIndex.isFull || this.timeIndex.isFull) return true;
+    return lastOffset - this.baseOffset > INT32_MAX;
+  }
+
+  private readFirstBatchTimestamp(): bigint | null {
+    if (this.firstBatchTimestamp !== undefined) return this.firstBatchTimestamp;
+    if (this.size < BATCH_HEADER_SIZE) return (this.firstBatchTimestamp = null);
+    const header = Buffer.allocUnsafe(BATCH_HEADER_SIZE);
+    this.file.read(header, 0, BATCH_HEADER_SIZE, 0);
+    return (this.firstBatchTimestamp = header.readBigInt64BE(MAX_TIMESTAMP));
+  }
+
+  /**
+   * The first batch whose last offset is at or after `target`, found through
+   * the offset index and then at most one index interval of headers.
+   */
+  findBatch(target: bigint): BatchLocation | null {
+    const from = this.offsetIndex.lookup(target);
+    const cursor = new BatchCursor(this.file, from.position, this.size, false);
+    while (cursor.next()) {
+      if (cursor.lastOffset >= target) {
+        return { position: cursor.position, size: cursor.size, baseOffset: cursor.baseOffset, lastOffset: cursor.lastOffset };
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Whole batches from the one holding `target`: at most `maxBytes` (but the
+   * first one regardless when `minOneMessage`), none whose last offset
+   * reaches `maxOffset`. Null when the segment holds nothing at or after `target`.
+   */
+  read(target: bigint, maxBytes: number, maxOffset: bigint | undefined, minOneMessage: boolean): FileRange | null {
+    const from = this.offsetIndex.lookup(target);
+    const cursor = new BatchCursor(this.file, from.position, this.size, false);
+    let start = -1;
+    let total = 0;
+    while (cursor.next()) {
+      if (start < 0) {
+        if (cursor.lastOffset < target) continue;
+        start = cursor.position;
+      }
+      if (maxOffset !== undefined && cursor.lastOffset >= maxOffset) break;
+      if (total + cursor.size > maxBytes && !(total === 0 && minOneMessage)) break;
+      total += cursor.size;
+    }
+    if (start < 0) return null;
+    return { file: this.file, position: start, size: total };
+  }
+
+  /**
+   * The earliest record at or after `minOffset` whose timestamp is at least
+   * `timestamp`, or null when the segment has none. Records of an
+   * uncompressed batch are walked for the exact offset; for a compressed
+   * batch the batch's first offset at or after `minOffset` is the answer.
+   */
+  findOffsetByTimestamp(timestamp: bigint, minOffset: bigint): { offset: bigint; timestamp: bigint } | null {
+    if (this.maxTimestamp < timestamp) return null;
+    const hint = this.timeIndex.lookup(timestamp);
+    const startOffset = hint && hint.offset > minOffset ? hint.offset : minOffset;
+    const from = this.offsetIndex.lookup(startOffset);
+    const cursor = new BatchCursor(this.file, from.position, this.size, true);
+    while (cursor.next()) {
+      if (cursor.lastOffset < minOffset || cursor.maxTimestamp < timestamp) continue;
+      const exact = firstRecordAtOrAfter(cursor.buf, cursor.at, cursor.size, timestamp, minOffset);
+      if (exact) return exact;
+    }
+    return null;
+  }
+
+  /**
+   * Drops every batch whose last offset is at or after `offset` and leaves
+   * the segment ending at `offset`. Returns the bytes dropped.
+   */
+  truncateTo(offset: bigint): number {
+    const cut = this.findBatch(offset);
+    this.nextOffset = offset < this.nextOffset ? offset : this.nextOffset;
+    if (!cut) return 0;
+    const dropped = this.size - cut.position;
+    this.file.truncate(cut.position);
+    this.size = cut.position;
+    this.offsetIndex.truncateTo(cut.baseOffset);
+    this.timeIndex.truncateTo(cut.baseOffset);
+    if (cut.position === 0) this.firstBatchTimestamp = undefined;
+    const problem = this.rescanTail(false);
+    if (problem) throw new Error(`${this.file.path}: ${problem} after truncation`);
+    return dropped;
+  }
+
+  /** The final time-index entry, so the max timestamp survives a restart without a scan. */
+  onBecomeInactive(): void {
+    if (this.maxTimestamp >= 0n) this.timeIndex.maybeAppend(this.maxTimestamp, this.offsetOfMaxTimestamp);
+  }
+
+  flush(): void {
+    this.file.fsync();
+    this.offsetIndex.flush();
+    this.timeIndex.flush();
+  }
+
+  close(): void {
+    this.file.close();
+  }
+
+  delete(): void {
+    this.file.close();
+    if (this.fs.exists(this.file.path)) this.fs.unlink(this.file.path);
+    this.offsetIndex.delete();
+    this.timeIndex.delete();
+  }
+}
+
+/**
+ * Walks the records of one batch for the first with offset >= minOffset and
+ * timestamp >= target. Compressed records are not decoded.
+ */
+function firstRecordAtOrAfter(
+  buf: Buffer,
+  at: number,
+  size: number,
+  target: bigint,
+  minOffset: bigint,
+): { offset: bigint; timestamp: bigint } | null {
+  const baseOffset = buf.readBigInt64BE(at);
+  const attributes = buf.readInt16BE(at + ATTRIBUTES);
+  const maxTimestamp = buf.readBigInt64BE(at + MAX_TIMESTAMP);
+  if ((attributes & COMPRESSION_MASK) !== 0 || (attributes & TIMESTAMP_TYPE_LOG_APPEND) !== 0) {
+    // Every record of a LogAppendTime batch carries the max timestamp.
+    return { offset: baseOffset > minOffset ? baseOffset : minOffset, timestamp: maxTimestamp };
+  }
+  const baseTimestamp = buf.readBigInt64BE(at + BASE_TIMESTAMP);
+  const count = buf.readInt32BE(at + RECORD_COUNT);
+  const end = at + size;
+  const v = { pos: at + RECORDS };
+  for (let i = 0; i < count && v.pos < end; i++) {
+    const length = Number(readVarlong(buf, v));
+    const next = v.pos + length;
+    v.pos += 1; // record attributes
+    const ts = baseTimestamp + readVarlong(buf, v);
+    const offset = baseOffset + readVarlong(buf, v);
+    if (offset >= minOffset && ts >= target) return { offset, timestamp: ts };
+    v.pos = next;
+  }
+  return null;
+}
+
+function readVarlong(buf: Buffer, v: { pos: number }): bigint {
+  let raw = 0n;
+  let shift = 0n;
+  for (;;) {
+    const b = buf[v.pos++]!;
+    raw |= BigInt(b & 0x7f) << shift;
+    if ((b & 0x80) === 0) break;
+    shift += 7n;
+  }
+  return (raw >> 1n) ^ -(raw & 1n);
+}
