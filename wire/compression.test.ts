@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Compression, compress, decompress } from './compression.js';
+import { Compression, MAX_DECOMPRESSED_BYTES, compress, decompress } from './compression.js';
 
 const codecs = [Compression.None, Compression.Gzip, Compression.Snappy, Compression.Lz4, Compression.Zstd];
 
@@ -83,5 +83,23 @@ describe('compress / decompress', () => {
     const gz = compress(Compression.Gzip, Buffer.from('some text to compress'));
     expect(() => decompress(Compression.Gzip, gz.subarray(0, gz.length - 5))).toThrow();
     expect(() => decompress(7 as Compression, garbage)).toThrow();
+  });
+});
+
+describe('decompression limits', () => {
+  const big = Buffer.alloc(MAX_DECOMPRESSED_BYTES + 1024);
+  it.each([Compression.Gzip, Compression.Snappy])('codec %i refuses a payload that expands past the limit', (codec) => {
+    expect(() => decompress(codec, compress(codec, big))).toThrow();
+  });
+
+  it('refuses LZ4 and zstd frames that declare a content size past the limit', () => {
+    const size = Buffer.alloc(8);
+    size.writeBigUInt64LE(BigInt(MAX_DECOMPRESSED_BYTES + 1));
+    // LZ4: magic, FLG (version 01, content-size flag), BD, content size, header checksum.
+    const lz4 = Buffer.concat([Buffer.from([0x04, 0x22, 0x4d, 0x18, 0x48, 0x40]), size, Buffer.from([0])]);
+    expect(() => decompress(Compression.Lz4, lz4)).toThrow(/declares/);
+    // zstd: magic, descriptor (8-byte content size), window descriptor, content size.
+    const zstd = Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0xc0, 0x58]), size]);
+    expect(() => decompress(Compression.Zstd, zstd)).toThrow(/declares/);
   });
 });

@@ -48,20 +48,30 @@ export function compress(codec: Compression, data: Buffer): Buffer {
   }
 }
 
+/**
+ * Largest decompressed payload accepted. A batch is at most max.message.bytes
+ * compressed, but a hostile one could expand far beyond memory; real batches stay
+ * well below this. gzip and snappy enforce it before allocating; LZ4 and zstd
+ * enforce it when their frame declares its content size.
+ */
+export const MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024;
+
 export function decompress(codec: Compression, data: Buffer): Buffer {
   switch (codec) {
     case Compression.None:
       return data;
     case Compression.Gzip:
-      return gunzipSync(data);
+      return gunzipSync(data, { maxOutputLength: MAX_DECOMPRESSED_BYTES });
     case Compression.Snappy:
       return snappyDecompress(data);
     case Compression.Lz4:
       // The library reads a too-short buffer as an empty frame; a batch payload
       // must at least carry the frame magic.
       if (data.length < 7 || data.readUInt32LE(0) !== LZ4_FRAME_MAGIC) throw new Error('not an LZ4 frame');
+      checkDeclaredSize(lz4ContentSize(data));
       return decompressFrameSync(data);
     case Compression.Zstd:
+      checkDeclaredSize(zstdContentSize(data));
       return (zstdDecoder ??= new ZstdDecoder()).decodeSync(data);
     default:
       throw new Error(`unknown compression codec ${codec as number}`);
@@ -73,10 +83,51 @@ export function isKnownCompression(codec: number): codec is Compression {
   return codec >= Compression.None && codec <= Compression.Zstd;
 }
 
+function checkDeclaredSize(size: number | null): void {
+  if (size !== null && size > MAX_DECOMPRESSED_BYTES) throw new Error(`declares ${size} decompressed bytes, more than ${MAX_DECOMPRESSED_BYTES}`);
+}
+
+/** Raw snappy starts with the uncompressed length as an unsigned varint. */
+function snappyLength(block: Buffer): number {
+  let value = 0;
+  for (let i = 0; i < 5 && i < block.length; i++) {
+    const b = block[i]!;
+    value += (b & 0x7f) * 2 ** (7 * i);
+    if ((b & 0x80) === 0) return value;
+  }
+  throw new Error('bad snappy length');
+}
+
+/** Content size from an LZ4 frame descriptor, when its flag says it is present. */
+function lz4ContentSize(frame: Buffer): number | null {
+  const flags = frame[4]!;
+  if ((flags & 0x08) === 0 || frame.length < 14) return null;
+  return Number(frame.readBigUInt64LE(6));
+}
+
+/** Frame_Content_Size from a zstd frame header, when present. */
+function zstdContentSize(frame: Buffer): number | null {
+  if (frame.length < 5 || frame.readUInt32LE(0) !== 0xfd2fb528) return null;
+  const descriptor = frame[4]!;
+  const fcsFlag = descriptor >> 6;
+  const singleSegment = (descriptor >> 5) & 1;
+  const dictIdFlag = descriptor & 3;
+  const at = 5 + (singleSegment ? 0 : 1) + [0, 1, 2, 4][dictIdFlag]!;
+  const fcsSize = fcsFlag === 0 ? singleSegment : [1, 2, 4, 8][fcsFlag]!;
+  if (fcsSize === 0 || frame.length < at + fcsSize) return null;
+  switch (fcsSize) {
+    case 1: return frame[at]!;
+    case 2: return frame.readUInt16LE(at) + 256;
+    case 4: return frame.readUInt32LE(at);
+    default: return Number(frame.readBigUInt64LE(at));
+  }
+}
+
 function snappyDecompress(data: Buffer): Buffer {
   if (data.length >= XERIAL_MAGIC.length && data.compare(XERIAL_MAGIC, 0, 8, 0, 8) === 0) {
     return xerialDecompress(data);
   }
+  checkDeclaredSize(snappyLength(data));
   return snappyUncompress(data, { asBuffer: true }) as Buffer;
 }
 
@@ -90,6 +141,7 @@ function xerialDecompress(data: Buffer): Buffer {
     const n = data.readInt32BE(at);
     at += 4;
     if (n < 0 || n > data.length - at) throw new Error(`xerial snappy block of ${n} bytes past the end`);
+    checkDeclaredSize(total + snappyLength(data.subarray(at, at + n)));
     const block = snappyUncompress(data.subarray(at, at + n), { asBuffer: true }) as Buffer;
     blocks.push(block);
     total += block.length;
