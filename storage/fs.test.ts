@@ -26,6 +26,38 @@ describe('FaultyFs', () => {
     expect(readFileSync(path, 'utf8')).toBe('ok');
   });
 
+  it('fails the next matching unlink or rename and leaves the file where it was', () => {
+    const fs = new FaultyFs();
+    const dir = tempDir();
+    const a = join(dir, 'a');
+    writeFileSync(a, 'x');
+    fs.failNextUnlink('EIO', (p) => p === a);
+    expect(() => fs.unlink(a)).toThrow(expect.objectContaining({ code: 'EIO' }));
+    expect(fs.exists(a)).toBe(true);
+    fs.failNextRename('EIO', (from) => from === a);
+    expect(() => fs.rename(a, join(dir, 'b'))).toThrow(/EIO/);
+    expect(fs.readdir(dir)).toEqual(['a']);
+    fs.rename(a, join(dir, 'b'));
+    fs.unlink(join(dir, 'b'));
+    expect(fs.readdir(dir)).toEqual([]);
+  });
+
+  it('failAfterMutations lets n mutations through, then fails every one until lifted', () => {
+    const fs = new FaultyFs();
+    const dir = tempDir();
+    const fd = fs.open(join(dir, 'a'), 'create');
+    fs.failAfterMutations(2);
+    writeFully(fs, fd, Buffer.from('one'), 0);
+    fs.fsync(fd);
+    expect(() => writeFully(fs, fd, Buffer.from('two'), 3)).toThrow(/EIO/);
+    expect(() => fs.rename(join(dir, 'a'), join(dir, 'b'))).toThrow(/EIO/);
+    expect(() => fs.ftruncate(fd, 0)).toThrow(/EIO/);
+    fs.failAfterMutations(null);
+    writeFully(fs, fd, Buffer.from('two'), 3);
+    fs.close(fd);
+    expect(readFileSync(join(dir, 'a'), 'utf8')).toBe('onetwo');
+  });
+
   it('tears a write after k bytes', () => {
     const fs = new FaultyFs();
     const path = join(tempDir(), 'a.log');

@@ -151,6 +151,10 @@ export class FaultyFs implements Fs {
   private readonly paths = new Map<number, string>();
   private nextWriteFault: { code: string; tearBytes: number; match: (path: string) => boolean } | null = null;
   private nextFsyncFault: { code: string; match: (path: string) => boolean } | null = null;
+  private nextUnlinkFault: { code: string; match: (path: string) => boolean } | null = null;
+  private nextRenameFault: { code: string; match: (from: string, to: string) => boolean } | null = null;
+  /** Mutating calls still allowed before every further one fails; null when unlimited. */
+  private mutationsLeft: number | null = null;
   private freeBytes = Infinity;
   /** Every write and fsync seen, for tests that count syscalls. */
   writes = 0;
@@ -171,6 +175,26 @@ export class FaultyFs implements Fs {
   /** The next fsync of a matching file fails with `code`. */
   failNextFsync(code = 'EIO', match: (path: string) => boolean = () => true): void {
     this.nextFsyncFault = { code, match };
+  }
+
+  /** The next unlink of a matching path fails with `code` and removes nothing. */
+  failNextUnlink(code = 'EIO', match: (path: string) => boolean = () => true): void {
+    this.nextUnlinkFault = { code, match };
+  }
+
+  /** The next rename matching `match` fails with `code` and moves nothing. */
+  failNextRename(code = 'EIO', match: (from: string, to: string) => boolean = () => true): void {
+    this.nextRenameFault = { code, match };
+  }
+
+  /**
+   * After `count` more writes, fsyncs, truncations, renames or unlinks, every
+   * further one fails with EIO and changes nothing, as if the process had died
+   * there; null lifts the limit. Stepping `count` up from 0 puts a crash at
+   * each step of a multi-file operation.
+   */
+  failAfterMutations(count: number | null): void {
+    this.mutationsLeft = count;
   }
 
   /** Writes past this many more bytes write what fits and fail with ENOSPC. */
@@ -201,6 +225,7 @@ export class FaultyFs implements Fs {
   write(fd: number, buf: Buffer, offset: number, length: number, position: number): number {
     this.writes++;
     const path = this.paths.get(fd) ?? '';
+    this.mutation('write', path);
     const fault = this.nextWriteFault;
     if (fault && fault.match(path)) {
       this.nextWriteFault = null;
@@ -225,6 +250,7 @@ export class FaultyFs implements Fs {
   fsync(fd: number): void {
     this.fsyncs++;
     const path = this.paths.get(fd) ?? '';
+    this.mutation('fsync', path);
     const fault = this.nextFsyncFault;
     if (fault && fault.match(path)) {
       this.nextFsyncFault = null;
@@ -234,19 +260,38 @@ export class FaultyFs implements Fs {
   }
 
   ftruncate(fd: number, length: number): void {
+    this.mutation('ftruncate', this.paths.get(fd) ?? '');
     this.inner.ftruncate(fd, length);
   }
   size(fd: number): number {
     return this.inner.size(fd);
   }
   rename(from: string, to: string): void {
+    this.mutation('rename', from);
+    const fault = this.nextRenameFault;
+    if (fault && fault.match(from, to)) {
+      this.nextRenameFault = null;
+      throw errnoError(fault.code, 'rename', `simulated failure renaming ${from}`);
+    }
     this.inner.rename(from, to);
   }
   unlink(path: string): void {
+    this.mutation('unlink', path);
+    const fault = this.nextUnlinkFault;
+    if (fault && fault.match(path)) {
+      this.nextUnlinkFault = null;
+      throw errnoError(fault.code, 'unlink', `simulated failure unlinking ${path}`);
+    }
     this.inner.unlink(path);
   }
   readdir(path: string): string[] {
     return this.inner.readdir(path);
+  }
+
+  private mutation(syscall: string, path: string): void {
+    if (this.mutationsLeft === null) return;
+    if (this.mutationsLeft <= 0) throw errnoError('EIO', syscall, `simulated crash before ${syscall} of ${path}`);
+    this.mutationsLeft--;
   }
   mkdir(path: string): void {
     this.inner.mkdir(path);

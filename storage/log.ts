@@ -17,14 +17,64 @@
 import { join } from 'node:path';
 import { ErrorCode } from '../wire/errors.js';
 import { readPartitionCheckpoint, writePartitionCheckpoint } from './checkpoint.js';
-import { type Fs, nodeFs } from './fs.js';
+import { type Fs, nodeFs, writeFully } from './fs.js';
 import type { LogConfig } from './log-config.js';
 import { type ValidationResult, validateAndAssignOffsets } from './log-validator.js';
-import { type AppendedBatch, type FileRange, LogSegment, parseSegmentFileName, readRanges } from './segment.js';
+import {
+  type AppendedBatch,
+  type FileRange,
+  LOG_SUFFIX,
+  LogSegment,
+  parseSegmentFileName,
+  readRanges,
+  segmentFileName,
+} from './segment.js';
 
 export { type AppendedBatch, type FileRange, readRanges } from './segment.js';
 
 export const CLEAN_SHUTDOWN_FILE = '.clean-shutdown';
+
+/** A cleaned segment being written: removed at open, the segments it was to replace stay. */
+export const CLEANED_SUFFIX = '.cleaned';
+
+/**
+ * `<base>.log.<end>.swap`: a cleaned segment, complete and fsynced, that
+ * replaces every segment whose base offset lies in [base, end). The end is
+ * in the name because cleaning may drop the group's last batches, so the
+ * data alone cannot say which later segments the swap covers.
+ */
+export function swapFileName(base: bigint, end: bigint): string {
+  return `${segmentFileName(base, LOG_SUFFIX)}.${end.toString().padStart(20, '0')}.swap`;
+}
+
+function parseSwapFileName(name: string): { base: bigint; end: bigint } | null {
+  const m = /^(\d{20})\.log\.(\d{20})\.swap$/.exec(name);
+  return m ? { base: BigInt(m[1]!), end: BigInt(m[2]!) } : null;
+}
+
+/**
+ * Finishes the swaps a crash interrupted: a swap file was only ever named
+ * after it was whole and fsynced, so it wins over the segments it replaces,
+ * which go (with every index in its range) before it takes its final name.
+ */
+function completeSwaps(fs: Fs, dir: string, names: readonly string[]): void {
+  let changed = false;
+  for (const name of names) {
+    const swap = parseSwapFileName(name);
+    if (!swap) continue;
+    for (const other of names) {
+      const m = /^(\d{20})\.(log|index|timeindex)$/.exec(other);
+      if (!m) continue;
+      const base = BigInt(m[1]!);
+      // The swap is renamed over the first segment's log file itself.
+      if (base < swap.base || base >= swap.end || (base === swap.base && m[2] === 'log')) continue;
+      if (fs.exists(join(dir, other))) fs.unlink(join(dir, other));
+    }
+    fs.rename(join(dir, name), join(dir, segmentFileName(swap.base, LOG_SUFFIX)));
+    changed = true;
+  }
+  if (changed) fs.syncDir(dir);
+}
 
 /** What the validator learned about batches whose offsets it assigned. */
 export interface AppendInfo {
@@ -79,6 +129,7 @@ export class PartitionLog {
   private readonly fs: Fs;
   private readonly now: () => number;
   private readonly leaderEpoch: number;
+  private _truncations = 0;
 
   private constructor(
     readonly dir: string,
@@ -112,8 +163,12 @@ export class PartitionLog {
     const fs = opts.fs ?? nodeFs;
     const nowMs = (opts.now ?? Date.now)();
     fs.mkdir(dir);
-    const names = fs.readdir(dir);
-    for (const name of names) if (name.endsWith('.tmp')) fs.unlink(join(dir, name));
+    let names = fs.readdir(dir);
+    for (const name of names) if (name.endsWith('.tmp') || name.endsWith(CLEANED_SUFFIX)) fs.unlink(join(dir, name));
+    if (names.some((n) => parseSwapFileName(n) !== null)) {
+      completeSwaps(fs, dir, names);
+      names = fs.readdir(dir);
+    }
     const bases = names
       .map(parseSegmentFileName)
       .filter((b): b is bigint => b !== null)
@@ -254,6 +309,7 @@ export class PartitionLog {
     this.guard('append', () => {
       if (this.active.shouldRoll(batches.length, info.maxTimestamp, info.lastOffset, this.now())) this.rollAt(info.firstOffset);
       this.active.append(batches, info.appended, info.lastOffset);
+      this.active.lastModifiedMs = this.now();
     });
     this.unflushedMessages += Number(info.lastOffset - info.firstOffset + 1n);
     this.oldestUnflushedMs ??= this.now();
@@ -351,6 +407,7 @@ export class PartitionLog {
       this.truncateFullyAndStartAt(offset);
       return;
     }
+    this._truncations++;
     this.guard('truncate', () => {
       while (this.segments.length > 1 && this.active.baseOffset >= offset) this.segments.pop()!.delete();
       this.active.truncateTo(offset);
@@ -370,6 +427,7 @@ export class PartitionLog {
    */
   truncateFullyAndStartAt(offset: bigint): void {
     this.checkWritable();
+    this._truncations++;
     this.guard('truncate', () => {
       const fresh = LogSegment.create(this.fs, this.dir, offset, this.config, this.now());
       for (const seg of this.segments.splice(0)) if (seg.baseOffset !== offset) seg.delete();
@@ -409,6 +467,184 @@ export class PartitionLog {
       this.writeCheckpoint();
     });
     return { ok: true, lowWatermark: this._logStartOffset };
+  }
+
+  /**
+   * The retention pass a background task runs: deletes whole segments from
+   * the front of the log, in Kafka's three passes, and returns how many went.
+   *
+   * - Segments wholly below the log start offset (left behind by
+   *   DeleteRecords or by a deletion that failed half-way) go for any
+   *   cleanup policy.
+   * - With cleanup.policy including `delete`: segments whose largest
+   *   timestamp is more than retention.ms before `now` (-1 keeps them), and
+   *   then, while the log is larger than retention.bytes (-1: no limit), the
+   *   oldest segments as long as removing a whole one still leaves the log at
+   *   or above that size.
+   *
+   * Deletion stops at the first segment that fails its rule, so only a
+   * prefix goes. A segment goes only when every offset in it is below the
+   * high watermark (for the last segment: the high watermark has reached the
+   * log end), so nothing a consumer cannot yet read is ever removed. The
+   * active segment is never deleted in place: when every segment, the
+   * non-empty active one included, qualifies, the log rolls first and the
+   * empty new segment stays. The log start offset moves to the base of the
+   * first remaining segment and is checkpointed before any file goes, so a
+   * crash or a failed unlink leaves at worst files below the log start, which
+   * the next pass removes.
+   *
+   * Example: retention.ms 1000, segments 0 (largest timestamp 5000), 10
+   * (6000) and active 20 (7000, end 25), high watermark 25n: at now 6500,
+   * deleteOldSegments() -> 1 and logStartOffset 10n; at now 8001 -> 2 more,
+   * after a roll, leaving one empty segment 25 and logStartOffset 25n. With
+   * the high watermark at 15n instead, only segment 0 could ever go.
+   */
+  deleteOldSegments(now: number = this.now()): number {
+    this.checkWritable();
+    let deleted = this.deleteSegmentsWhile((_, next) => next !== undefined && next.baseOffset <= this._logStartOffset);
+    if (this.config.cleanupPolicy.includes('delete')) {
+      const retentionMs = this.config.retentionMs;
+      if (retentionMs >= 0) deleted += this.deleteSegmentsWhile((seg) => now - seg.largestTimestamp > retentionMs);
+      const retentionBytes = this.config.retentionBytes;
+      if (retentionBytes >= 0) {
+        let excess = this.size - retentionBytes;
+        deleted += this.deleteSegmentsWhile((seg) => {
+          if (excess < seg.size) return false;
+          excess -= seg.size;
+          return true;
+        });
+      }
+    }
+    return deleted;
+  }
+
+  /**
+   * Deletes the longest prefix of segments that `shouldDelete` accepts and
+   * that lies wholly below the high watermark; an empty active segment ends
+   * the prefix. `shouldDelete` is called in order and only for candidates.
+   */
+  private deleteSegmentsWhile(shouldDelete: (seg: LogSegment, next: LogSegment | undefined) => boolean): number {
+    let count = 0;
+    while (count < this.segments.length) {
+      const seg = this.segments[count]!;
+      const next = this.segments[count + 1];
+      if (next === undefined && seg.size === 0) break;
+      if ((next?.baseOffset ?? this.logEndOffset) > this._highWatermark) break;
+      if (!shouldDelete(seg, next)) break;
+      count++;
+    }
+    if (count === 0) return 0;
+    this.guard('delete segments', () => {
+      if (count === this.segments.length) this.rollAt(this.logEndOffset);
+      const gone = this.segments.splice(0, count);
+      const first = this.segments[0]!.baseOffset;
+      if (first > this._logStartOffset) this._logStartOffset = first;
+      this.writeCheckpoint();
+      for (const seg of gone) seg.close();
+      for (const seg of gone) seg.delete();
+      this.fs.syncDir(this.dir);
+    });
+    return count;
+  }
+
+  /**
+   * How many times the log has been truncated at its end since it was
+   * opened. A cleaner that learned about offsets in a range compares it
+   * before trusting what it learned: truncation may have replaced them.
+   * Example: 0 for a freshly opened log; 1 after truncateTo(5n) on a log ending at 9n.
+   */
+  get truncations(): number {
+    return this._truncations;
+  }
+
+  /**
+   * The segments as they stand, oldest first, the active one last; for the
+   * cleaner, which reads the non-active ones. The array is a copy; the
+   * segments are live and valid until the log next changes shape.
+   * Example: on a log rolled once at 1000, two segments with baseOffset 0n and 1000n.
+   */
+  segmentsForCleaning(): readonly LogSegment[] {
+    return [...this.segments];
+  }
+
+  /**
+   * Replaces `group`, consecutive non-active segments of this log, by one
+   * segment at the group's base offset holding what `fill` writes (whole
+   * batches, offsets inside the group's range and growing), crash-safely:
+   *
+   * 1. the bytes go to `<base>.log.cleaned`, which is fsynced;
+   * 2. it is renamed to `<base>.log.<end>.swap` and the directory synced:
+   *    from here on the swap is decided (an open completes it, see
+   *    completeSwaps; before it, an open deletes the `.cleaned` file and the
+   *    old segments stand);
+   * 3. the old segments' files are unlinked (their descriptors stay open, so
+   *    reads go on through them until the new segment is in), the swap file
+   *    is renamed over `<base>.log`, the directory synced;
+   * 4. the new segment is opened, its indexes rebuilt and fsynced, and it
+   *    takes the group's place in the log.
+   *
+   * An I/O error takes the log offline (reads still see the old segments);
+   * the next open rolls the swap back or forward. Appends only touch the
+   * active segment, which is never in a group.
+   *
+   * Example: segments 0, 100, 200 (active): replaceSegments([<0>, <100>],
+   * w => w(<batches 3..5 and 150..150>)) leaves segments 0 and 200, and
+   * read(6n, ..) returns the batch 150..150.
+   */
+  replaceSegments(group: readonly LogSegment[], fill: (write: (bytes: Buffer) => void) => void): void {
+    this.checkWritable();
+    const first = group.length > 0 ? this.segments.indexOf(group[0]!) : -1;
+    if (first < 0 || first + group.length >= this.segments.length || group.some((seg, k) => this.segments[first + k] !== seg)) {
+      throw new RangeError('replaceSegments: the group is not a run of non-active segments of this log');
+    }
+    const base = group[0]!.baseOffset;
+    const end = this.segments[first + group.length]!.baseOffset;
+    const cleanedPath = join(this.dir, segmentFileName(base, LOG_SUFFIX) + CLEANED_SUFFIX);
+    const swapPath = join(this.dir, swapFileName(base, end));
+    let committed = false;
+    try {
+      this.guard('clean', () => {
+        const fd = this.fs.open(cleanedPath, 'create');
+        try {
+          this.fs.ftruncate(fd, 0);
+          let position = 0;
+          fill((bytes) => {
+            writeFully(this.fs, fd, bytes, position);
+            position += bytes.length;
+          });
+          this.fs.fsync(fd);
+        } finally {
+          this.fs.close(fd);
+        }
+        this.fs.rename(cleanedPath, swapPath);
+        this.fs.syncDir(this.dir);
+        committed = true;
+        group.forEach((seg, k) => seg.unlinkFiles(k > 0));
+        this.fs.rename(swapPath, group[0]!.file.path);
+        this.fs.syncDir(this.dir);
+        const fresh = LogSegment.open(this.fs, this.dir, base, this.config, this.now());
+        // Retention judges a segment without timestamps by its last append, which cleaning is not.
+        fresh.lastModifiedMs = Math.max(...group.map((seg) => seg.lastModifiedMs));
+        try {
+          fresh.recover();
+          fresh.flush();
+        } catch (err) {
+          fresh.close();
+          throw err;
+        }
+        this.segments.splice(first, group.length, fresh);
+        for (const seg of group) seg.close();
+      });
+    } catch (err) {
+      if (!committed) {
+        try {
+          if (this.fs.exists(cleanedPath)) this.fs.unlink(cleanedPath);
+        } catch {
+          // The next open removes it.
+        }
+      }
+      throw err;
+    }
   }
 
   /**

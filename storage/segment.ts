@@ -214,6 +214,13 @@ export class LogSegment {
   maxTimestamp = -1n;
   offsetOfMaxTimestamp: bigint;
   private bytesSinceLastIndexEntry = 0;
+  /**
+   * When the segment last took an append, by the log's clock; the time it was
+   * opened for a segment from disk. Never earlier than the real last write, so
+   * a segment judged by it (one whose batches carry no timestamp) is only ever
+   * kept longer than retention.ms, never shorter.
+   */
+  lastModifiedMs: number;
   /** Max timestamp of the first batch (Kafka's segment.ms rule); undefined until read. */
   private firstBatchTimestamp: bigint | null | undefined = undefined;
 
@@ -231,6 +238,15 @@ export class LogSegment {
     this.size = 0;
     this.nextOffset = baseOffset;
     this.offsetOfMaxTimestamp = baseOffset;
+    this.lastModifiedMs = createdMs;
+  }
+
+  /**
+   * The timestamp retention judges the segment by: its largest batch
+   * timestamp, or when no batch carries one, the time of its last append.
+   */
+  get largestTimestamp(): number {
+    return this.maxTimestamp >= 0n ? Number(this.maxTimestamp) : this.lastModifiedMs;
   }
 
   static create(fs: Fs, dir: string, baseOffset: bigint, config: LogConfig, nowMs: number): LogSegment {
@@ -510,6 +526,16 @@ export class LogSegment {
 
   close(): void {
     this.file.close();
+  }
+
+  /**
+   * Removes the segment's index files and, with `withLog`, its log file, but
+   * keeps the log file open: reads through this segment go on until close().
+   */
+  unlinkFiles(withLog: boolean): void {
+    if (withLog && this.fs.exists(this.file.path)) this.fs.unlink(this.file.path);
+    this.offsetIndex.delete();
+    this.timeIndex.delete();
   }
 
   delete(): void {

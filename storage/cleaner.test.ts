@@ -1,0 +1,422 @@
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Compression } from '../wire/compression.js';
+import { type BuildRecord, CONTROL, buildBatch, decodeRecords, readBatchHeader } from '../wire/record-batch.js';
+import { seededRandom } from '../wire/seeded-random.js';
+import { LogCleaner } from './cleaner.js';
+import { FaultyFs } from './fs.js';
+import { type LogConfig, logConfig } from './log-config.js';
+import { PartitionLog, StorageError, swapFileName } from './log.js';
+import { segmentFileName } from './segment.js';
+
+const dirs: string[] = [];
+const logs: PartitionLog[] = [];
+afterEach(() => {
+  for (const l of logs.splice(0)) {
+    try {
+      l.close();
+    } catch {
+      // closed by the test
+    }
+  }
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'gregor-cleaner-'));
+  dirs.push(d);
+  return d;
+}
+
+function open(dir: string, config: LogConfig, opts: Parameters<typeof PartitionLog.open>[2] = {}): PartitionLog {
+  const log = PartitionLog.open(dir, config, opts);
+  logs.push(log);
+  return log;
+}
+
+type KV = [key: string, value: string | null];
+
+function append(log: PartitionLog, records: KV[], ts = 1000n, compression = Compression.None): void {
+  const r = log.append(buildBatch({ records: records.map(([key, value]): BuildRecord => ({ key, value, timestamp: ts })), compression }), 0);
+  if (!r.ok) throw new Error(r.message);
+}
+
+interface Stored {
+  offset: bigint;
+  key: string;
+  value: string | null;
+}
+
+/** Every record the log serves from its start, in order, with the batches' base offsets. */
+function readAll(log: PartitionLog): { records: Stored[]; batches: { base: bigint; last: bigint; codec: number }[] } {
+  const records: Stored[] = [];
+  const batches: { base: bigint; last: bigint; codec: number }[] = [];
+  let offset = log.logStartOffset;
+  while (offset < log.logEndOffset) {
+    const buf = log.readBuffer(offset, 1 << 20)!;
+    if (buf.length === 0) break;
+    for (let at = 0; at < buf.length; ) {
+      const h = readBatchHeader(buf, at);
+      const size = h.batchLength + 12;
+      const last = h.baseOffset + BigInt(h.lastOffsetDelta);
+      batches.push({ base: h.baseOffset, last, codec: h.attributes & 7 });
+      const d = decodeRecords(buf.subarray(at, at + size));
+      if (!d.ok) throw new Error(d.error);
+      if ((h.attributes & CONTROL) === 0) {
+        for (const r of d.records) {
+          records.push({ offset: h.baseOffset + BigInt(r.offsetDelta), key: r.key!.toString(), value: r.value?.toString() ?? null });
+        }
+      }
+      at += size;
+      offset = last + 1n;
+    }
+  }
+  return { records, batches };
+}
+
+const values = (log: PartitionLog) => readAll(log).records.map((r) => `${r.key}@${r.offset}=${r.value}`);
+
+const compact = (o: Partial<LogConfig> = {}) =>
+  logConfig({ cleanupPolicy: ['compact'], deleteRetentionMs: 1000, minCompactionLagMs: 0, ...o });
+
+describe('LogCleaner worked examples', () => {
+  it('keys a,b,a,c,b keep their latest records at their original offsets', () => {
+    const log = open(tempDir(), compact());
+    for (const [k, v] of [['a', '1'], ['b', '2'], ['a', '3'], ['c', '4'], ['b', '5']] as KV[]) append(log, [[k, v]]);
+    log.roll();
+    log.updateHighWatermark(5n);
+    const cleaner = new LogCleaner(log);
+    expect(cleaner.cleanAll(10_000)).toBe(1);
+    expect(values(log)).toEqual(['a@2=3', 'c@3=4', 'b@4=5']);
+    // A read from an old offset returns the batch of the next surviving record.
+    expect(readBatchHeader(log.readBuffer(0n, 1)!, 0).baseOffset).toBe(2n);
+    expect(readBatchHeader(log.readBuffer(1n, 1)!, 0).baseOffset).toBe(2n);
+    expect([log.logStartOffset, log.logEndOffset]).toEqual([0n, 5n]);
+    expect(cleaner.firstDirtyOffset).toBe(5n);
+    expect(cleaner.step(10_000)).toBe('idle');
+    append(log, [['a', '6']]);
+    expect(log.logEndOffset).toBe(6n);
+  });
+
+  it('rebuilds a batch with its base offset, offset deltas, last offset and codec', () => {
+    const log = open(tempDir(), compact());
+    append(log, [['a', '1'], ['b', '2'], ['a', '3'], ['c', '4'], ['b', '5']], 1000n, Compression.Gzip);
+    append(log, [['x', '1'], ['y', '2']], 2000n, Compression.Lz4);
+    log.roll();
+    log.updateHighWatermark(7n);
+    new LogCleaner(log).cleanAll(10_000);
+    const { records, batches } = readAll(log);
+    expect(records.map((r) => `${r.key}@${r.offset}`)).toEqual(['a@2', 'c@3', 'b@4', 'x@5', 'y@6']);
+    expect(batches).toEqual([
+      { base: 0n, last: 4n, codec: Compression.Gzip },
+      { base: 5n, last: 6n, codec: Compression.Lz4 },
+    ]);
+  });
+
+  it('cleans neither the active segment nor anything reaching the high watermark, nor segments younger than min.compaction.lag.ms', () => {
+    const log = open(tempDir(), compact({ minCompactionLagMs: 5000 }));
+    append(log, [['a', '1'], ['a', '2']], 1000n);
+    log.roll();
+    append(log, [['a', '3'], ['a', '4']], 9000n);
+    log.roll();
+    append(log, [['a', '5'], ['a', '6']], 9000n); // active
+    const cleaner = new LogCleaner(log);
+    log.updateHighWatermark(3n); // inside segment 2
+    expect(cleaner.cleanAll(10_000)).toBe(1);
+    expect(values(log)).toEqual(['a@1=2', 'a@2=3', 'a@3=4', 'a@4=5', 'a@5=6']);
+    log.updateHighWatermark(6n);
+    // Segment 2 is now committed but its records are 1000 ms old, under the 5000 ms lag.
+    expect(cleaner.cleanAll(10_000)).toBe(0);
+    expect(cleaner.cleanAll(14_001)).toBe(1); // segments 0 and 2 merge
+    expect(values(log)).toEqual(['a@3=4', 'a@4=5', 'a@5=6']);
+  });
+
+  it('keeps a tombstone until its segment is older than delete.retention.ms, then drops it', () => {
+    const log = open(tempDir(), compact({ deleteRetentionMs: 1000 }));
+    append(log, [['a', '1'], ['b', '1']], 5000n);
+    append(log, [['a', null]], 6000n);
+    log.roll();
+    log.updateHighWatermark(3n);
+    const cleaner = new LogCleaner(log);
+    cleaner.cleanAll(6500);
+    expect(values(log)).toEqual(['b@1=1', 'a@2=null']);
+    expect(cleaner.cleanAll(7000)).toBe(0); // 7000 - 6000 is not more than 1000
+    expect(cleaner.cleanAll(7001)).toBe(1); // no dirty data, but the tombstone came due
+    expect(values(log)).toEqual(['b@1=1']);
+    expect(cleaner.step(1e9)).toBe('idle');
+  });
+
+  it('keeps control batches as they are', () => {
+    const log = open(tempDir(), compact());
+    append(log, [['a', '1']]);
+    const marker = buildBatch({ records: [{ key: Buffer.from([0, 0, 0, 0]), value: Buffer.from([0, 0, 0, 0, 0, 0]) }], control: true, transactional: true, producerId: 7n, producerEpoch: 0, baseOffset: 1n });
+    log.appendValidated(marker, {
+      firstOffset: 1n,
+      lastOffset: 1n,
+      maxTimestamp: 1000n,
+      offsetOfMaxTimestamp: 1n,
+      appended: [{ baseOffset: 1n, lastOffset: 1n, maxTimestamp: 1000n, position: 0, size: marker.length }],
+    });
+    append(log, [['a', '2']]);
+    log.roll();
+    log.updateHighWatermark(3n);
+    new LogCleaner(log).cleanAll(10_000);
+    expect(readAll(log).batches.map((b) => b.base)).toEqual([1n, 2n]);
+  });
+
+  it('merges small segments into one group up to segment.bytes', () => {
+    const one = buildBatch({ records: [{ key: 'k0', value: 'v', timestamp: 1000n }] }).length;
+    const log = open(tempDir(), compact({ segmentBytes: one * 4 }));
+    for (let i = 0; i < 12; i++) {
+      append(log, [[`k${i % 2}`, 'v']]);
+      if (i % 2 === 1) log.roll();
+    }
+    log.updateHighWatermark(12n);
+    expect(log.segmentBaseOffsets()).toEqual([0n, 2n, 4n, 6n, 8n, 10n, 12n]);
+    const cleaner = new LogCleaner(log);
+    expect(cleaner.cleanAll(10_000)).toBe(3); // [0,2] [4,6] [8,10]: two segments of 2 batches fill segment.bytes
+    expect(log.segmentBaseOffsets()).toEqual([0n, 4n, 8n, 12n]);
+    expect(values(log)).toEqual(['k0@10=v', 'k1@11=v']);
+    // Now small: one group.
+    append(log, [['k2', 'v']]);
+    log.roll();
+    log.updateHighWatermark(13n);
+    expect(cleaner.cleanAll(10_000)).toBe(1);
+    expect(log.segmentBaseOffsets()).toEqual([0n, 13n]);
+  });
+
+  it('does nothing without the compact policy', () => {
+    const log = open(tempDir(), logConfig({ cleanupPolicy: ['delete'] }));
+    append(log, [['a', '1']]);
+    append(log, [['a', '2']]);
+    log.roll();
+    log.updateHighWatermark(2n);
+    expect(new LogCleaner(log).step(10_000)).toBe('idle');
+    expect(values(log)).toEqual(['a@0=1', 'a@1=2']);
+  });
+
+  it('compact,delete: compaction and retention both apply', () => {
+    let now = 10_000;
+    const log = open(tempDir(), compact({ cleanupPolicy: ['compact', 'delete'], retentionMs: 5000 }), { now: () => now });
+    append(log, [['a', '1'], ['b', '1']], 1000n);
+    log.roll();
+    append(log, [['a', '2']], 8000n);
+    log.roll();
+    append(log, [['c', '1']], 9000n);
+    log.updateHighWatermark(4n);
+    const cleaner = new LogCleaner(log);
+    cleaner.cleanAll(now); // segments 0 and 2 merge into one group
+    expect(values(log)).toEqual(['b@1=1', 'a@2=2', 'c@3=1']);
+    expect(log.segmentBaseOffsets()).toEqual([0n, 3n]);
+    // The merged segment's largest timestamp is 8000: it goes once that is older than retention.ms.
+    expect(log.deleteOldSegments(13_000)).toBe(0);
+    now = 13_001;
+    expect(log.deleteOldSegments()).toBe(1);
+    expect(values(log)).toEqual(['c@3=1']);
+    expect(log.logStartOffset).toBe(3n);
+  });
+
+  it('starts over after a truncation', () => {
+    const log = open(tempDir(), compact());
+    append(log, [['a', '1']]);
+    append(log, [['a', '2']]);
+    append(log, [['a', '3']]);
+    log.roll();
+    log.updateHighWatermark(3n);
+    const cleaner = new LogCleaner(log);
+    expect(cleaner.step(10_000)).toBe('mapped');
+    log.truncateTo(2n); // a@2 is gone: the map's "latest a at 2" must not be used
+    append(log, [['b', '9']]);
+    log.roll();
+    log.updateHighWatermark(3n);
+    cleaner.cleanAll(10_000);
+    expect(values(log)).toEqual(['a@1=2', 'b@2=9']);
+  });
+});
+
+describe('LogCleaner crash safety', () => {
+  /** A closed log of 3 segments and an empty active one, with repeated keys. */
+  function seedLog(dir: string, config: LogConfig): Stored[] {
+    const log = PartitionLog.open(dir, config);
+    let i = 0;
+    for (let seg = 0; seg < 3; seg++) {
+      for (let b = 0; b < 4; b++, i++) append(log, [[`k${i % 5}`, `v${i}`], [`k${(i * 3) % 7}`, i % 6 === 0 ? null : `w${i}`]]);
+      log.roll();
+    }
+    log.updateHighWatermark(log.logEndOffset);
+    const records = readAll(log).records;
+    log.close();
+    return records;
+  }
+
+  function latest(records: Stored[]): Map<string, Stored> {
+    const m = new Map<string, Stored>();
+    for (const r of records) m.set(r.key, r);
+    return m;
+  }
+
+  function expectConsistent(log: PartitionLog, original: Stored[]): void {
+    const { records } = readAll(log);
+    const byOffset = new Map(original.map((r) => [r.offset, r]));
+    for (let i = 0; i < records.length; i++) {
+      expect(records[i]).toEqual(byOffset.get(records[i]!.offset));
+      if (i > 0) expect(records[i]!.offset).toBeGreaterThan(records[i - 1]!.offset);
+    }
+    // Tombstones are young here (deleteRetentionMs is large), so every key's latest record survives.
+    expect(latest(records)).toEqual(latest(original));
+  }
+
+  it('a crash at any step of writing and swapping leaves a consistent log, which the next pass finishes', () => {
+    const config = compact({ deleteRetentionMs: 1e12, segmentBytes: 1 << 20 });
+    const template = tempDir();
+    const original = seedLog(template, config);
+    const reference = tempDir();
+    cpSync(template, reference, { recursive: true });
+    const refLog = open(reference, config);
+    new LogCleaner(refLog).cleanAll(10_000);
+    const compacted = values(refLog);
+    expect(compacted.length).toBeLessThan(original.length);
+
+    let completed = false;
+    const leftBehind = new Set<string>();
+    for (let n = 0; !completed && n < 500; n++) {
+      const dir = tempDir();
+      cpSync(template, dir, { recursive: true });
+      const fs = new FaultyFs();
+      const log = PartitionLog.open(dir, config, { fs });
+      log.updateHighWatermark(log.logEndOffset);
+      fs.failAfterMutations(n);
+      try {
+        new LogCleaner(log).cleanAll(10_000);
+        completed = true;
+        fs.failAfterMutations(null);
+        log.close();
+      } catch (err) {
+        expect(err).toBeInstanceOf(StorageError);
+        // Reads still go on through the segments as they were before the failed step.
+        expectConsistent(log, original);
+        fs.crash();
+        for (const f of readdirSync(dir)) if (/\.(cleaned|swap)$/.test(f)) leftBehind.add(f.replace(/^\d+/, ''));
+      }
+      const again = open(dir, config);
+      expect(readdirSync(dir).filter((f) => f.endsWith('.cleaned') || f.endsWith('.swap'))).toEqual([]);
+      expect(again.logEndOffset).toBe(24n);
+      expectConsistent(again, original);
+      again.updateHighWatermark(again.logEndOffset);
+      new LogCleaner(again).cleanAll(10_000);
+      expect(values(again)).toEqual(compacted);
+    }
+    expect(completed).toBe(true);
+    // Crashes landed both before the swap was decided and after.
+    expect([...leftBehind].sort()).toEqual(['.log.00000000000000000024.swap', '.log.cleaned']);
+  });
+
+  it('open removes a leftover .cleaned file and keeps the old segments', () => {
+    const config = compact();
+    const dir = tempDir();
+    const original = seedLog(dir, config);
+    writeFileSync(join(dir, segmentFileName(0n, '.log') + '.cleaned'), Buffer.alloc(50, 7));
+    const log = open(dir, config);
+    expect(existsSync(join(dir, segmentFileName(0n, '.log') + '.cleaned'))).toBe(false);
+    expect(readAll(log).records).toEqual(original);
+  });
+
+  it('open completes a swap whose old segments are still there', () => {
+    const config = compact({ deleteRetentionMs: 1e12 });
+    const dir = tempDir();
+    const original = seedLog(dir, config);
+    // Build the swap the cleaner would have made, in a copy, then put it next to the old segments.
+    const copy = tempDir();
+    cpSync(dir, copy, { recursive: true });
+    const cleanedLog = open(copy, config);
+    cleanedLog.updateHighWatermark(cleanedLog.logEndOffset);
+    new LogCleaner(cleanedLog).cleanAll(10_000);
+    expect(cleanedLog.segmentBaseOffsets()).toEqual([0n, 24n]);
+    const want = values(cleanedLog);
+    cleanedLog.close();
+    cpSync(join(copy, segmentFileName(0n, '.log')), join(dir, swapFileName(0n, 24n)));
+    const log = open(dir, config);
+    expect(log.segmentBaseOffsets()).toEqual([0n, 24n]);
+    expect(values(log)).toEqual(want);
+    expect(readAll(log).records.length).toBeLessThan(original.length);
+    expect(readdirSync(dir).some((f) => f.endsWith('.swap'))).toBe(false);
+  });
+});
+
+describe('LogCleaner against a model (seeded)', () => {
+  for (const seed of Array.from({ length: 12 }, (_, i) => i + 1)) {
+    it(`seed ${seed}`, () => {
+      const rnd = seededRandom(seed);
+      const int = (n: number) => Math.floor(rnd() * n);
+      const dir = tempDir();
+      let now = 100_000;
+      const config = compact({
+        segmentBytes: 300 + int(1500),
+        indexIntervalBytes: 1 + int(200),
+        deleteRetentionMs: int(3) === 0 ? 0 : 50_000,
+        cleanupPolicy: int(4) === 0 ? ['compact', 'delete'] : ['compact'],
+        retentionMs: 1e9,
+      });
+      let log = open(dir, config, { now: () => now });
+      let cleaner = new LogCleaner(log);
+      const appended = new Map<bigint, Stored>();
+      const keys = 3 + int(10);
+      const codecs = [Compression.None, Compression.Gzip, Compression.Snappy, Compression.Lz4, Compression.Zstd];
+
+      const check = () => {
+        const { records } = readAll(log);
+        for (let i = 0; i < records.length; i++) {
+          expect(records[i]).toEqual(appended.get(records[i]!.offset));
+          if (i > 0) expect(records[i]!.offset).toBeGreaterThan(records[i - 1]!.offset);
+        }
+        const model = new Map<string, Stored>();
+        for (const r of [...appended.values()].sort((a, b) => (a.offset < b.offset ? -1 : 1))) model.set(r.key, r);
+        const got = new Map<string, Stored>();
+        for (const r of records) got.set(r.key, r);
+        for (const [key, want] of model) {
+          // A key's latest record survives, unless it is a tombstone that was dropped.
+          if (want.value === null && !got.has(key)) continue;
+          expect(got.get(key), key).toEqual(want);
+        }
+        // Below the cleaned point, each key appears at most once.
+        const seen = new Set<string>();
+        for (const r of records) {
+          if (r.offset >= cleaner.firstDirtyOffset) break;
+          expect(seen.has(r.key), `${r.key} twice below ${cleaner.firstDirtyOffset}`).toBe(false);
+          seen.add(r.key);
+        }
+      };
+
+      for (let step = 0; step < 120; step++) {
+        const op = int(100);
+        now += int(2000);
+        if (op < 55) {
+          const n = 1 + int(5);
+          const recs: KV[] = Array.from({ length: n }, () => [`k${int(keys)}`, int(8) === 0 ? null : `v${step}-${int(1000)}`]);
+          const first = log.logEndOffset;
+          append(log, recs, BigInt(now), codecs[int(codecs.length)]!);
+          recs.forEach(([key, value], i) => appended.set(first + BigInt(i), { offset: first + BigInt(i), key, value }));
+        } else if (op < 65) {
+          log.roll();
+        } else if (op < 75) {
+          log.updateHighWatermark(log.logStartOffset + BigInt(int(Number(log.logEndOffset - log.logStartOffset) + 1)));
+        } else if (op < 88) {
+          for (let i = 0; i < 1 + int(6); i++) cleaner.step(now);
+        } else if (op < 94) {
+          cleaner.cleanAll(now);
+        } else {
+          log.close();
+          log = open(dir, config, { now: () => now });
+          cleaner = new LogCleaner(log);
+        }
+        check();
+      }
+      log.updateHighWatermark(log.logEndOffset);
+      log.roll();
+      cleaner.cleanAll(now);
+      check();
+    });
+  }
+});
