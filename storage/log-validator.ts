@@ -32,8 +32,10 @@ import {
   TIMESTAMP_TYPE_LOG_APPEND,
   batchCrcValid,
   decodeRecords,
+  fastScan,
   recordsPayload,
   scanRecords,
+  scanRecordsFast,
   writeBatchCrc,
 } from '../wire/record-batch.js';
 import type { LogConfig } from './log-config.js';
@@ -149,7 +151,8 @@ function validate(records: Buffer, ctx: ValidationContext): ValidationResult {
     if (count !== lastOffsetDelta + 1) {
       return fail(ErrorCode.INVALID_RECORD, `batch at byte ${pos} has ${count} records but lastOffsetDelta ${lastOffsetDelta}`);
     }
-    if (input.readBigInt64BE(pos + PRODUCER_ID) >= 0n && input.readInt32BE(pos + BASE_SEQUENCE) < 0) {
+    // The sign of an int64 is the sign of its high 32 bits.
+    if (input.readInt32BE(pos + PRODUCER_ID) >= 0 && input.readInt32BE(pos + BASE_SEQUENCE) < 0) {
       return fail(ErrorCode.INVALID_RECORD, `idempotent batch at byte ${pos} has a negative base sequence`);
     }
 
@@ -163,27 +166,35 @@ function validate(records: Buffer, ctx: ValidationContext): ValidationResult {
       start = 0;
       end = payload.length;
     }
-    const scan = scanRecords(body, start, end, count, compacted);
-    if (scan.error !== null) {
-      const errors = scan.errorIndex < 0 ? [] : [{ batchIndex: recordBase + scan.errorIndex, message: scan.error }];
-      return fail(scan.invalid ? ErrorCode.INVALID_RECORD : ErrorCode.CORRUPT_MESSAGE, scan.error, errors);
-    }
-    if (scan.nullKeys.length > 0) {
-      const message = 'a compacted topic needs a key on every record';
-      return fail(
-        ErrorCode.INVALID_RECORD,
-        message,
-        scan.nullKeys.map((i) => ({ batchIndex: recordBase + i, message })),
-      );
+    let maxTimestampDelta: number | null;
+    let offsetDeltaOfMax: number;
+    if (scanRecordsFast(body, start, end, count, compacted)) {
+      maxTimestampDelta = fastScan.maxTimestampDelta;
+      offsetDeltaOfMax = fastScan.offsetDeltaOfMax;
+    } else {
+      const scan = scanRecords(body, start, end, count, compacted);
+      if (scan.error !== null) {
+        const errors = scan.errorIndex < 0 ? [] : [{ batchIndex: recordBase + scan.errorIndex, message: scan.error }];
+        return fail(scan.invalid ? ErrorCode.INVALID_RECORD : ErrorCode.CORRUPT_MESSAGE, scan.error, errors);
+      }
+      if (scan.nullKeys.length > 0) {
+        const message = 'a compacted topic needs a key on every record';
+        return fail(
+          ErrorCode.INVALID_RECORD,
+          message,
+          scan.nullKeys.map((i) => ({ batchIndex: recordBase + i, message })),
+        );
+      }
+      maxTimestampDelta = scan.maxTimestampDelta;
+      offsetDeltaOfMax = scan.offsetDeltaOfMax;
     }
 
-    const baseTimestamp = input.readBigInt64BE(pos + BASE_TIMESTAMP);
     let maxRecordTimestamp: bigint;
-    let offsetDeltaOfMax = scan.offsetDeltaOfMax;
-    if (scan.maxTimestampDelta !== null) {
-      maxRecordTimestamp = baseTimestamp + BigInt(scan.maxTimestampDelta);
+    if (maxTimestampDelta !== null) {
+      maxRecordTimestamp = timestampPlus(input, pos + BASE_TIMESTAMP, maxTimestampDelta);
     } else {
       // A delta too wide for a double: rare enough to decode the batch for it.
+      const baseTimestamp = input.readBigInt64BE(pos + BASE_TIMESTAMP);
       const decoded = decodeRecords(input.subarray(pos, pos + size));
       if (!decoded.ok) return fail(ErrorCode.CORRUPT_MESSAGE, decoded.error);
       maxRecordTimestamp = NO_TIMESTAMP - 1n;
@@ -207,8 +218,8 @@ function validate(records: Buffer, ctx: ValidationContext): ValidationResult {
   // then the header rewrites.
   let out = input;
   if (!owned) {
-    out = Buffer.allocUnsafe(input.length);
-    input.copy(out);
+    out = outputBuffer(input.length);
+    out.set(input);
   }
   const logAppend = ctx.config.messageTimestampType === 'LogAppendTime';
   const now = BigInt(Math.trunc(ctx.now));
@@ -253,6 +264,41 @@ function validate(records: Buffer, ctx: ValidationContext): ValidationResult {
     appended,
     recordCount: recordBase,
   };
+}
+
+/**
+ * Output buffers up to SLAB_MAX bytes are cut from a shared slab, as Node's own
+ * Buffer pool does for small buffers, so that a typical produce batch costs no
+ * allocation of its own; larger ones get their own memory. A slab is never
+ * handed out twice: it is freed once every buffer cut from it is gone.
+ */
+const SLAB_SIZE = 256 * 1024;
+const SLAB_MAX = 32 * 1024;
+let slab = Buffer.alloc(0);
+let slabUsed = 0;
+
+function outputBuffer(size: number): Buffer {
+  if (size > SLAB_MAX) return Buffer.allocUnsafeSlow(size);
+  if (size > slab.length - slabUsed) {
+    slab = Buffer.allocUnsafeSlow(SLAB_SIZE);
+    slabUsed = 0;
+  }
+  const out = slab.subarray(slabUsed, slabUsed + size);
+  slabUsed = (slabUsed + size + 7) & ~7;
+  return out;
+}
+
+/**
+ * The int64 at buf[at] plus `delta` (a safe integer), with one BigInt made
+ * when the sum is exact as a double, as it is for any real clock reading.
+ */
+function timestampPlus(buf: Buffer, at: number, delta: number): bigint {
+  const hi = buf.readInt32BE(at);
+  if (hi >= -0x100000 && hi < 0x100000) {
+    const sum = hi * 4294967296 + buf.readUInt32BE(at + 4) + delta;
+    if (Number.isSafeInteger(sum)) return BigInt(sum);
+  }
+  return buf.readBigInt64BE(at) + BigInt(delta);
 }
 
 function fail(errorCode: number, message: string, recordErrors: Failure['recordErrors'] = []): Failure {

@@ -286,10 +286,210 @@ export interface RecordScan {
  * Walks `count` records in buf[start, end) without copying them, checking that
  * each record's fields fill exactly its declared length, that offset deltas run
  * 0..count-1, that the records fill the range exactly, and (if `requireKey`)
- * noting null keys. Timestamp deltas up to 2^48 are tracked as numbers; larger
- * ones make `maxTimestampDelta` null so the caller can fall back to BigInt.
+ * noting null keys. Timestamp deltas whose zigzag encoding is a safe integer
+ * (about ±2^52, and at most 8 bytes long) are tracked as numbers; larger ones
+ * make `maxTimestampDelta` null so the caller can fall back to BigInt.
  */
 export function scanRecords(buf: Buffer, start: number, end: number, count: number, requireKey: boolean): RecordScan {
+  if (scanRecordsFast(buf, start, end, count, requireKey)) {
+    return { error: null, invalid: false, errorIndex: -1, maxTimestampDelta: fastScan.maxTimestampDelta, offsetDeltaOfMax: fastScan.offsetDeltaOfMax, nullKeys: [] };
+  }
+  return scanRecordsExact(buf, start, end, count, requireKey);
+}
+
+/** What the last successful scanRecordsFast found; overwritten by the next call. */
+export const fastScan = { maxTimestampDelta: 0, offsetDeltaOfMax: -1 };
+
+/** Where slowUVarint stopped reading. */
+let varintEnd = 0;
+
+/**
+ * The unsigned LEB128 varint (at most 5 bytes, at most 0xffffffff) at buf[pos],
+ * read no further than `limit`, or -1 when it is truncated or too long;
+ * varintEnd is then the byte after it.
+ */
+function slowUVarint(buf: Buffer, pos: number, limit: number): number {
+  let value = 0;
+  let mul = 1;
+  for (let i = 0; i < 5; i++) {
+    if (pos >= limit) return -1;
+    const b = buf[pos++]!;
+    value += (b & 0x7f) * mul;
+    if (b < 0x80) {
+      varintEnd = pos;
+      return value <= 0xffffffff ? value : -1;
+    }
+    mul *= 128;
+  }
+  return -1;
+}
+
+/**
+ * The accepting path of scanRecords: true when the records are well formed,
+ * every offset delta is in place, every key is present (if `requireKey`) and
+ * every timestamp delta's zigzag encoding is a safe integer of at most 8 bytes,
+ * with the largest delta and the
+ * offset delta of its first record in `fastScan`. False means only that the
+ * exact scan must decide: the records may be bad, or merely unusual.
+ * No allocation, no BigInt: a single loop over the bytes, varints decoded
+ * inline when they take one byte, keys, values and headers skipped by length.
+ */
+export function scanRecordsFast(buf: Buffer, start: number, end: number, count: number, requireKey: boolean): boolean {
+  let pos = start;
+  let maxDelta = Number.NEGATIVE_INFINITY;
+  let ofMax = -1;
+  let u = 0;
+  let b = 0;
+  let n = 0;
+  // Each varint below is read inline when it takes one or two bytes (zigzag
+  // values below 2^13 in magnitude: any length under 8 KiB), else by slowUVarint.
+  for (let i = 0; i < count; i++) {
+    if (pos >= end) return false;
+    u = buf[pos]!;
+    if (u < 0x80) pos++;
+    else if (pos + 1 < end && (b = buf[pos + 1]!) < 0x80) {
+      u = (u & 0x7f) | (b << 7);
+      pos += 2;
+    } else {
+      u = slowUVarint(buf, pos, end);
+      if (u < 0) return false;
+      pos = varintEnd;
+    }
+    const length = (u >>> 1) ^ -(u & 1);
+    if (length < 6 || length > end - pos) return false;
+    const recordEnd = pos + length;
+    pos++; // attributes
+    // timestampDelta: a zigzag varlong, kept while its encoding is a safe
+    // integer. The record holds at least 5 more bytes, so its first byte is there.
+    b = buf[pos++]!;
+    let delta: number;
+    if (b < 0x80) delta = (b >>> 1) ^ -(b & 1);
+    else {
+      let t = b & 0x7f;
+      let mul = 128;
+      for (;;) {
+        if (pos >= recordEnd || mul > 2 ** 49) return false;
+        b = buf[pos++]!;
+        t += (b & 0x7f) * mul;
+        if (b < 0x80) break;
+        mul *= 128;
+      }
+      if (t > Number.MAX_SAFE_INTEGER) return false;
+      delta = t % 2 === 0 ? t / 2 : -(t + 1) / 2;
+    }
+    if (delta > maxDelta) {
+      maxDelta = delta;
+      ofMax = i;
+    }
+    // offsetDelta, which must be i
+    if (pos >= recordEnd) return false;
+    u = buf[pos]!;
+    if (u < 0x80) pos++;
+    else if (pos + 1 < recordEnd && (b = buf[pos + 1]!) < 0x80) {
+      u = (u & 0x7f) | (b << 7);
+      pos += 2;
+    } else {
+      u = slowUVarint(buf, pos, recordEnd);
+      if (u < 0) return false;
+      pos = varintEnd;
+    }
+    if (((u >>> 1) ^ -(u & 1)) !== i) return false;
+    // key
+    if (pos >= recordEnd) return false;
+    u = buf[pos]!;
+    if (u < 0x80) pos++;
+    else if (pos + 1 < recordEnd && (b = buf[pos + 1]!) < 0x80) {
+      u = (u & 0x7f) | (b << 7);
+      pos += 2;
+    } else {
+      u = slowUVarint(buf, pos, recordEnd);
+      if (u < 0) return false;
+      pos = varintEnd;
+    }
+    n = (u >>> 1) ^ -(u & 1);
+    if (n < 0) {
+      if (n < -1 || requireKey) return false;
+    } else {
+      if (n > recordEnd - pos) return false;
+      pos += n;
+    }
+    // value
+    if (pos >= recordEnd) return false;
+    u = buf[pos]!;
+    if (u < 0x80) pos++;
+    else if (pos + 1 < recordEnd && (b = buf[pos + 1]!) < 0x80) {
+      u = (u & 0x7f) | (b << 7);
+      pos += 2;
+    } else {
+      u = slowUVarint(buf, pos, recordEnd);
+      if (u < 0) return false;
+      pos = varintEnd;
+    }
+    n = (u >>> 1) ^ -(u & 1);
+    if (n < 0) {
+      if (n < -1) return false;
+    } else {
+      if (n > recordEnd - pos) return false;
+      pos += n;
+    }
+    // headers
+    if (pos >= recordEnd) return false;
+    u = buf[pos]!;
+    if (u < 0x80) pos++;
+    else if (pos + 1 < recordEnd && (b = buf[pos + 1]!) < 0x80) {
+      u = (u & 0x7f) | (b << 7);
+      pos += 2;
+    } else {
+      u = slowUVarint(buf, pos, recordEnd);
+      if (u < 0) return false;
+      pos = varintEnd;
+    }
+    const headerCount = (u >>> 1) ^ -(u & 1);
+    if (headerCount < 0) return false;
+    for (let h = 0; h < headerCount; h++) {
+      if (pos >= recordEnd) return false;
+      u = buf[pos]!;
+      if (u < 0x80) pos++;
+      else if (pos + 1 < recordEnd && (b = buf[pos + 1]!) < 0x80) {
+        u = (u & 0x7f) | (b << 7);
+        pos += 2;
+      } else {
+        u = slowUVarint(buf, pos, recordEnd);
+        if (u < 0) return false;
+        pos = varintEnd;
+      }
+      n = (u >>> 1) ^ -(u & 1);
+      if (n < 0 || n > recordEnd - pos) return false;
+      pos += n;
+      if (pos >= recordEnd) return false;
+      u = buf[pos]!;
+      if (u < 0x80) pos++;
+      else if (pos + 1 < recordEnd && (b = buf[pos + 1]!) < 0x80) {
+        u = (u & 0x7f) | (b << 7);
+        pos += 2;
+      } else {
+        u = slowUVarint(buf, pos, recordEnd);
+        if (u < 0) return false;
+        pos = varintEnd;
+      }
+      n = (u >>> 1) ^ -(u & 1);
+      if (n < 0) {
+        if (n < -1) return false;
+      } else {
+        if (n > recordEnd - pos) return false;
+        pos += n;
+      }
+    }
+    if (pos !== recordEnd) return false;
+  }
+  if (pos !== end || count <= 0) return false;
+  fastScan.maxTimestampDelta = maxDelta;
+  fastScan.offsetDeltaOfMax = ofMax;
+  return true;
+}
+
+/** scanRecords decoding every field in turn, with a message for the first fault. */
+function scanRecordsExact(buf: Buffer, start: number, end: number, count: number, requireKey: boolean): RecordScan {
   const scan: RecordScan = { error: null, invalid: false, errorIndex: -1, maxTimestampDelta: null, offsetDeltaOfMax: -1, nullKeys: [] };
   let pos = start;
   let maxDelta = Number.NEGATIVE_INFINITY;
@@ -324,8 +524,9 @@ export function scanRecords(buf: Buffer, start: number, end: number, count: numb
       break;
     }
     pos++; // attributes: unused in v2 records
-    // timestampDelta: a zigzag varlong, decoded as a number while it fits 7 bytes
-    // (magnitude below 2^48), which covers any real clock difference.
+    // timestampDelta: a zigzag varlong, decoded as a number while its encoding
+    // is a safe integer (magnitude up to 2^52), which covers any real clock
+    // difference.
     let u = 0;
     let shift = 1;
     let n = 0;
@@ -340,12 +541,13 @@ export function scanRecords(buf: Buffer, start: number, end: number, count: numb
         bad = `timestamp of record ${i} longer than 64 bits`;
         break;
       }
-      if (n <= 7) u += (b & 0x7f) * shift;
+      if (n <= 8) u += (b & 0x7f) * shift;
       else wide = true;
       shift *= 128;
       if (b < 0x80) break;
     }
     if (bad !== null) break;
+    if (u > Number.MAX_SAFE_INTEGER) wide = true;
     if (!wide) {
       const delta = u % 2 === 0 ? u / 2 : -(u + 1) / 2;
       if (delta > maxDelta) {
