@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { MessageDecl } from '../wire/schema.js';
 import type { MetadataStore } from '../cluster/metadata-image.js';
+import type { ReplicaManager } from '../cluster/replica-manager.js';
 
 export interface BrokerSettings {
   readonly nodeId: number;
@@ -18,6 +19,8 @@ export interface BrokerSettings {
 export interface BrokerServices {
   readonly settings: BrokerSettings;
   readonly metadata: MetadataStore;
+  /** The partitions this broker holds: the only way to their logs. */
+  readonly replicas: ReplicaManager;
   readonly log: Logger;
   /** The advertised versions table, built from the registry. */
   readonly apiVersions: readonly ApiVersionRange[];

@@ -11,7 +11,7 @@ import { MetadataResponse, type MetadataResponseBroker, type MetadataResponseTop
 import { ErrorCode } from '../wire/errors.js';
 import { ZERO_UUID } from '../wire/reader.js';
 import { endpointFor, type MetadataImage, type TopicImage } from '../cluster/metadata-image.js';
-import { INTERNAL_TOPICS, topicNameProblem } from '../cluster/topic-names.js';
+import { autoCreateTopic } from './auto-create.js';
 import { defineHandler, type RequestContext } from './handler.js';
 
 /** Bits of READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: all a topic allows without an authorizer. */
@@ -69,27 +69,16 @@ async function resolveTopic(
   const name = requested.name;
   const known = image.topics.get(name);
   if (known) return describeTopic(known, includeOps);
-  if (topicNameProblem(name) !== null) return topicError(ErrorCode.INVALID_TOPIC_EXCEPTION, name);
-  const { settings } = ctx.services;
-  if (!allowCreate || !settings.autoCreateTopicsEnable || INTERNAL_TOPICS.has(name)) {
-    return topicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name);
-  }
-  try {
-    await store.createTopic({
-      name,
-      numPartitions: settings.numPartitions,
-      replicationFactor: Math.min(settings.defaultReplicationFactor, image.brokers.size),
-    });
-    ctx.services.log.info({ topic: name, partitions: settings.numPartitions }, 'auto-created topic');
-    // Kafka 4 answers the request that starts a creation as if the topic were unknown
-    // (a retriable code); clients ask again and then see the leader.
-    return topicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name);
-  } catch (err) {
-    // Lost a race with another creator: describe what exists now.
-    const now = store.image().topics.get(name);
-    if (now) return describeTopic(now, includeOps);
-    ctx.services.log.warn({ topic: name, err }, 'auto-create failed');
-    return topicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name);
+  const outcome = await autoCreateTopic(name, allowCreate, ctx.services);
+  switch (outcome.kind) {
+    case 'exists':
+      return describeTopic(outcome.topic, includeOps);
+    case 'refused':
+      return topicError(outcome.illegalName ? ErrorCode.INVALID_TOPIC_EXCEPTION : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name);
+    case 'created':
+      // Kafka 4 answers the request that starts a creation as if the topic were unknown
+      // (a retriable code); clients ask again and then see the leader.
+      return topicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name);
   }
 }
 

@@ -6,8 +6,9 @@
 import type { ApiHandler, ApiVersionRange } from './handler.js';
 import { apiVersions } from './api-versions.js';
 import { metadata } from './metadata.js';
+import { produce } from './produce.js';
 
-export const HANDLERS: readonly ApiHandler[] = [metadata, apiVersions];
+export const HANDLERS: readonly ApiHandler[] = [produce, metadata, apiVersions];
 
 export function handlerTable(handlers: readonly ApiHandler[] = HANDLERS): Map<number, ApiHandler> {
   const table = new Map<number, ApiHandler>();

@@ -1,14 +1,33 @@
-/** In-memory services for handler tests: a real local metadata store in a temp dir. */
+/**
+ * In-memory services for handler tests: a real local metadata store and real
+ * partition logs, both in a temp dir.
+ */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { LocalMetadataStore } from '../cluster/local-metadata-store.js';
+import { ReplicaManager } from '../cluster/replica-manager.js';
+import { DEFAULT_LOG_CONFIG, type LogConfig } from '../storage/log-config.js';
+import { LogManager } from '../storage/log-manager.js';
+import type { Fs } from '../storage/fs.js';
 import type { BrokerServices, BrokerSettings, RequestContext } from './handler.js';
 import { HANDLERS, advertisedVersions } from './registry.js';
 
-export function testServices(settings: Partial<BrokerSettings> = {}, dir = mkdtempSync(join(tmpdir(), 'gregor-api-'))): BrokerServices {
+export interface TestServices extends BrokerServices {
+  readonly dataDir: string;
+  readonly logs: LogManager;
+  /** Closes the logs and the metadata store; the directory stays. */
+  close(): Promise<void>;
+}
+
+export function testServices(
+  settings: Partial<BrokerSettings> = {},
+  dir = mkdtempSync(join(tmpdir(), 'gregor-api-')),
+  opts: { logDefaults?: LogConfig; fs?: Fs } = {},
+): TestServices {
   const full: BrokerSettings = { nodeId: 1, autoCreateTopicsEnable: true, numPartitions: 3, defaultReplicationFactor: 1, ...settings };
+  const log = pino({ level: 'silent' });
   const store = new LocalMetadataStore(dir, 'test-cluster-id-00000', {
     nodeId: full.nodeId,
     rack: null,
@@ -17,7 +36,22 @@ export function testServices(settings: Partial<BrokerSettings> = {}, dir = mkdte
       { listener: 'INTERNAL', host: 'broker-1.internal', port: 19092 },
     ],
   });
-  return { settings: full, metadata: store, log: pino({ level: 'silent' }), apiVersions: advertisedVersions(HANDLERS) };
+  const logs = LogManager.open(dir, { defaults: opts.logDefaults ?? DEFAULT_LOG_CONFIG, log, ...(opts.fs ? { fs: opts.fs } : {}) });
+  const replicas = new ReplicaManager(full.nodeId, store, logs, log).start();
+  return {
+    settings: full,
+    metadata: store,
+    replicas,
+    log,
+    apiVersions: advertisedVersions(HANDLERS),
+    dataDir: dir,
+    logs,
+    async close() {
+      replicas.stop();
+      await logs.close();
+      await store.close();
+    },
+  };
 }
 
 export function ctxFor(services: BrokerServices, apiVersion: number, listener = 'PLAINTEXT'): RequestContext {

@@ -28,6 +28,7 @@ export class LocalMetadataStore implements MetadataStore {
   private current: MetadataImage;
   private stored: StoredMetadata;
   private readonly path: string;
+  private readonly listeners = new Set<(image: MetadataImage) => void>();
 
   constructor(
     dataDir: string,
@@ -61,10 +62,19 @@ export class LocalMetadataStore implements MetadataStore {
     writeFileAtomic(this.path, JSON.stringify(next, null, 1));
     this.stored = next;
     this.current = this.build();
-    return this.current.topics.get(topic.name)!;
+    const image = this.current;
+    for (const l of [...this.listeners]) l(image);
+    return image.topics.get(topic.name)!;
   }
 
-  async close(): Promise<void> {}
+  subscribe(listener: (image: MetadataImage) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.listeners.clear();
+  }
 
   private build(): MetadataImage {
     const id = this.self.nodeId;

@@ -54,6 +54,12 @@ export interface NewTopic {
 export interface MetadataStore {
   image(): MetadataImage;
   createTopic(topic: NewTopic): Promise<TopicImage>;
+  /**
+   * Calls `listener` with every new image, synchronously, before the change
+   * that made it is reported to its caller (so a createTopic that resolves has
+   * already been seen by every listener). Returns the function that stops it.
+   */
+  subscribe(listener: (image: MetadataImage) => void): () => void;
   close(): Promise<void>;
 }
 

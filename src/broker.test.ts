@@ -130,6 +130,24 @@ describe('data directory', () => {
   });
 });
 
+describe('partition logs', () => {
+  it('exist as soon as their topic does, are closed cleanly by stop, and are opened again on restart', async () => {
+    const { broker: b, port } = await broker({ 'num.partitions': '2' });
+    const c = await connect(port);
+    c.send(metadataV0Request(1, ['orders']));
+    await c.nextFrame();
+    expect(existsSync(join(b.dataDir, 'orders-0'))).toBe(true);
+    expect(existsSync(join(b.dataDir, 'orders-1'))).toBe(true);
+    await b.stop();
+    expect(existsSync(join(b.dataDir, 'orders-0', '.clean-shutdown'))).toBe(true);
+    expect(existsSync(join(b.dataDir, 'orders-1', '.clean-shutdown'))).toBe(true);
+    const again = await startBroker({ listeners: 'PLAINTEXT://127.0.0.1:0', 'log.dirs': b.dataDir }, { log: pino({ level: 'silent' }) });
+    brokers.push(again);
+    // Opening a cleanly closed log takes its marker away, so that a crash from now on recovers.
+    expect(existsSync(join(b.dataDir, 'orders-0', '.clean-shutdown'))).toBe(false);
+  });
+});
+
 describe('a start that fails', () => {
   it('on unreadable metadata says so, and releases the port and the directory', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gregor-broker-'));

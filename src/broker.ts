@@ -1,6 +1,7 @@
 /**
- * The broker process: binds the listeners, opens the data directory and the
- * metadata store, serves connections, and shuts down gracefully.
+ * The broker process: binds the listeners, opens the data directory, the
+ * metadata store and the partition logs, serves connections, and shuts down
+ * gracefully.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { hostname } from 'node:os';
@@ -8,6 +9,9 @@ import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { LocalMetadataStore } from '../cluster/local-metadata-store.js';
 import type { Endpoint, MetadataStore } from '../cluster/metadata-image.js';
+import { ReplicaManager } from '../cluster/replica-manager.js';
+import { LogManager } from '../storage/log-manager.js';
+import { DEFAULT_LOG_CONFIG } from '../storage/log-config.js';
 import { loadOrCreateIdentity, lockDataDir, type DirIdentity } from '../storage/data-dir.js';
 import { HANDLERS, advertisedVersions, handlerTable } from '../api/registry.js';
 import type { BrokerServices } from '../api/handler.js';
@@ -34,6 +38,8 @@ export class Broker {
     private readonly bound: readonly Bound[],
     readonly advertised: readonly Endpoint[],
     private readonly store: MetadataStore,
+    private readonly logs: LogManager,
+    private readonly replicas: ReplicaManager,
     private readonly unlock: () => void,
   ) {}
 
@@ -63,7 +69,8 @@ export class Broker {
     const bound: Bound[] = [];
     let identity: DirIdentity;
     let advertised: Endpoint[];
-    let store: MetadataStore;
+    let store: MetadataStore | undefined;
+    let logs: LogManager;
     try {
       for (const spec of config.listeners) bound.push(await listen(spec));
       advertised = bound.map(({ spec, port }): Endpoint => {
@@ -75,18 +82,24 @@ export class Broker {
       try {
         identity = loadOrCreateIdentity(dataDir, config.nodeId);
         store = new LocalMetadataStore(dataDir, identity.clusterId, { nodeId: config.nodeId, rack: config.rack, endpoints: advertised });
+        // Logs that were not closed cleanly recover here, before any client is served.
+        logs = LogManager.open(dataDir, { defaults: DEFAULT_LOG_CONFIG, log });
       } catch (err) {
         throw new StartError(`cannot use data directory ${dataDir}: ${(err as Error).message}`);
       }
     } catch (err) {
       for (const b of bound) b.server.close();
+      await store?.close();
       unlock();
       throw err;
     }
-    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, unlock);
+    const replicas = new ReplicaManager(config.nodeId, store, logs, log).start();
+    logs.start();
+    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, unlock);
     const services: BrokerServices = {
       settings: config,
       metadata: store,
+      replicas,
       log,
       apiVersions: advertisedVersions(HANDLERS),
     };
@@ -122,8 +135,8 @@ export class Broker {
 
   /**
    * Stops accepting, lets every connection finish the requests it has already
-   * read (bounded by shutdown.timeout.ms), closes them, then releases the data
-   * directory.
+   * read (bounded by shutdown.timeout.ms), closes them, closes the partition
+   * logs, then releases the data directory.
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
@@ -139,8 +152,14 @@ export class Broker {
       clearTimeout(timer);
       for (const c of this.connections) c.close('broker shutting down');
       await closed;
-      await this.store.close();
-      this.unlock();
+      // No request runs any more: the logs close cleanly (synced, with their clean-shutdown marker).
+      this.replicas.stop();
+      try {
+        await this.logs.close();
+      } finally {
+        await this.store.close();
+        this.unlock();
+      }
     })();
     return this.stopping;
   }

@@ -1,0 +1,120 @@
+/**
+ * Produce (key 0), versions 0-11.
+ * v0-v2 carry legacy message sets (magic 0/1), which the log validator converts to
+ * one v2 batch; v2 adds log_append_time to the answer; v3 adds transactional_id and
+ * requires exactly one magic-2 batch per partition; v5 adds log_start_offset; v7 is
+ * the first that may carry zstd; v8 adds record_errors and error_message; v9 is
+ * flexible; v10 adds the tagged current_leader and node_endpoints (left at their
+ * defaults: this broker leads every partition it answers for).
+ *
+ * acks=0 appends and sends nothing back (the client expects no response); acks=1
+ * and acks=-1 answer after the append, the ISR being this broker alone. The
+ * transactional id is accepted and not yet acted on.
+ */
+import { ProduceRequest } from '../wire/messages/produce-request.js';
+import { ProduceResponse, type PartitionProduceResponse, type TopicProduceResponse } from '../wire/messages/produce-response.js';
+import { ErrorCode } from '../wire/errors.js';
+import { ATTRIBUTES, BATCH_LENGTH, COMPRESSION_MASK, Compression, LOG_OVERHEAD, MAGIC, MAGIC_V2 } from '../wire/record-batch.js';
+import { appendError, type PartitionAppendResult } from '../cluster/replica-manager.js';
+import { autoCreateTopic } from './auto-create.js';
+import { NO_RESPONSE, defineHandler, type RequestContext } from './handler.js';
+
+const EMPTY = Buffer.alloc(0);
+
+function partitionResponse(index: number, r: PartitionAppendResult): PartitionProduceResponse {
+  return {
+    index,
+    errorCode: r.errorCode,
+    baseOffset: r.baseOffset,
+    logAppendTimeMs: r.logAppendTimeMs,
+    logStartOffset: r.logStartOffset,
+    recordErrors: r.recordErrors.map((e) => ({ batchIndex: e.batchIndex, batchIndexErrorMessage: e.message })),
+    errorMessage: r.errorMessage,
+    currentLeader: { leaderId: -1, leaderEpoch: -1 },
+  };
+}
+
+/**
+ * What a request of this version may not carry, checked before the log sees the
+ * bytes: from v3 on, a partition holds exactly one batch and it has magic 2;
+ * before v7, no zstd. Truncated or malformed input is left to the validator.
+ *
+ * Example: two v2 batches back to back in a v9 request -> INVALID_RECORD; the same
+ * bytes in a v2 request are not refused here.
+ */
+export function versionProblem(records: Buffer, version: number): PartitionAppendResult | null {
+  if (records.length <= MAGIC) return null;
+  const magic = records[MAGIC]!;
+  if (version >= 3) {
+    if (magic !== MAGIC_V2) {
+      return appendError(ErrorCode.INVALID_RECORD, `Produce v${version} accepts only record batches of magic 2, not magic ${magic}`);
+    }
+    const first = LOG_OVERHEAD + records.readInt32BE(BATCH_LENGTH);
+    if (first > LOG_OVERHEAD && first < records.length) {
+      return appendError(ErrorCode.INVALID_RECORD, `a Produce v${version} partition must contain exactly one record batch`);
+    }
+  }
+  if (version < 7 && magic === MAGIC_V2 && records.length > ATTRIBUTES + 1) {
+    if ((records.readInt16BE(ATTRIBUTES) & COMPRESSION_MASK) === Compression.Zstd) {
+      return appendError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, `zstd needs Produce v7 or later, not v${version}`);
+    }
+  }
+  return null;
+}
+
+export const produce = defineHandler<ProduceRequest, ProduceResponse>({
+  apiKey: 0,
+  name: 'Produce',
+  request: ProduceRequest,
+  response: ProduceResponse,
+  minVersion: 0,
+  maxVersion: 11,
+  async handle(req, ctx) {
+    const { acks } = req;
+    if (acks !== -1 && acks !== 0 && acks !== 1) {
+      return errorBody(req, ErrorCode.INVALID_REQUIRED_ACKS, ctx);
+    }
+    const { replicas, metadata } = ctx.services;
+    // Topics this request created: every partition of theirs in this request is answered as unknown.
+    const createdNow = new Set<string>();
+    const responses: TopicProduceResponse[] = [];
+    for (const topic of req.topicData) {
+      const partitionResponses: PartitionProduceResponse[] = [];
+      responses.push({ name: topic.name, partitionResponses });
+      let usable = !createdNow.has(topic.name) && metadata.image().topics.has(topic.name);
+      if (!usable && !createdNow.has(topic.name)) {
+        const outcome = await autoCreateTopic(topic.name, true, ctx.services);
+        if (outcome.kind === 'created') createdNow.add(topic.name);
+        usable = outcome.kind === 'exists';
+      }
+      for (const p of topic.partitionData) {
+        if (!usable) {
+          partitionResponses.push(partitionResponse(p.index, appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)));
+          continue;
+        }
+        // An unknown partition is reported before anything about its records, as Kafka does.
+        const hasPartition = metadata.image().topics.get(topic.name)?.partitions.some((x) => x.partition === p.index) ?? false;
+        const records = p.records ?? EMPTY;
+        const result = !hasPartition
+          ? appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+          : (versionProblem(records, ctx.apiVersion) ?? replicas.appendRecords(topic.name, p.index, records, acks));
+        partitionResponses.push(partitionResponse(p.index, result));
+      }
+    }
+    if (acks === 0) return NO_RESPONSE;
+    return { responses, throttleTimeMs: 0, nodeEndpoints: [] };
+  },
+  errorResponse: errorBody,
+});
+
+/** Every partition of the request with `errorCode`. */
+function errorBody(req: ProduceRequest, errorCode: number, _ctx?: RequestContext): ProduceResponse {
+  return {
+    responses: req.topicData.map((t) => ({
+      name: t.name,
+      partitionResponses: t.partitionData.map((p) => partitionResponse(p.index, appendError(errorCode))),
+    })),
+    throttleTimeMs: 0,
+    nodeEndpoints: [],
+  };
+}
