@@ -26,7 +26,7 @@ import {
 } from '../wire/record-batch.js';
 import { type Fs, readFully, writeFully } from './fs.js';
 import type { LogConfig } from './log-config.js';
-import { OffsetIndex } from './offset-index.js';
+import { OffsetIndex, type OffsetPosition } from './offset-index.js';
 import { TimeIndex } from './time-index.js';
 
 export const LOG_SUFFIX = '.log';
@@ -188,6 +188,69 @@ export class BatchCursor {
   }
 }
 
+/** Header bytes the read path looks at: base offset and length up to lastOffsetDelta. */
+const READ_HEADER_BYTES = LAST_OFFSET_DELTA + 4;
+/**
+ * A header walk's first pread is small (most walks need one or two headers);
+ * each further one doubles, up to the largest, so a walk over many small
+ * batches takes a few preads instead of one per batch.
+ */
+const HEADER_WALK_FIRST_CHUNK = 128;
+const HEADER_WALK_MAX_CHUNK = 4096;
+
+/**
+ * Reads batch headers of one file within `[0, end)`, a chunk at a time into a
+ * buffer shared by all segments: reads are synchronous and never nest, and
+ * `begin` forgets what the buffer held.
+ */
+class HeaderWalk {
+  size = 0;
+  baseOffset = 0n;
+  lastOffset = 0n;
+  private readonly buf = Buffer.allocUnsafeSlow(HEADER_WALK_MAX_CHUNK);
+  private file: LogFile | null = null;
+  private end = 0;
+  private chunkPos = 0;
+  private chunkLen = 0;
+  private nextChunk = HEADER_WALK_FIRST_CHUNK;
+
+  begin(file: LogFile, end: number): void {
+    this.file = file;
+    this.end = end;
+    this.chunkLen = 0;
+    this.restart();
+  }
+
+  /** The next pread is small again: for a walk far from the last one. */
+  restart(): void {
+    this.nextChunk = HEADER_WALK_FIRST_CHUNK;
+  }
+
+  /** Fills the fields from the batch at `pos`; false when no sound batch header (ending by `end`) is there. */
+  at(pos: number): boolean {
+    if (this.end - pos < BATCH_HEADER_SIZE) return false;
+    if (pos < this.chunkPos || pos + READ_HEADER_BYTES > this.chunkPos + this.chunkLen) {
+      this.chunkPos = pos;
+      this.chunkLen = this.file!.read(this.buf, 0, Math.min(this.nextChunk, this.end - pos), pos);
+      if (this.nextChunk < HEADER_WALK_MAX_CHUNK) this.nextChunk *= 2;
+      if (this.chunkLen < READ_HEADER_BYTES) return false;
+    }
+    const b = this.buf;
+    const at = pos - this.chunkPos;
+    const batchLength = b.readInt32BE(at + BATCH_LENGTH);
+    if (batchLength < BATCH_HEADER_SIZE - LOG_OVERHEAD || batchLength + LOG_OVERHEAD > this.end - pos) return false;
+    if (b.readInt8(at + MAGIC) !== 2) return false;
+    const lastOffsetDelta = b.readInt32BE(at + LAST_OFFSET_DELTA);
+    if (lastOffsetDelta < 0) return false;
+    this.size = batchLength + LOG_OVERHEAD;
+    this.baseOffset = b.readBigInt64BE(at);
+    this.lastOffset = this.baseOffset + BigInt(lastOffsetDelta);
+    return true;
+  }
+}
+
+const headerWalk = new HeaderWalk();
+
 /** A batch as the log appends it: offsets already assigned, position within the appended buffer. */
 export interface AppendedBatch {
   baseOffset: bigint;
@@ -223,6 +286,13 @@ export class LogSegment {
   lastModifiedMs: number;
   /** Max timestamp of the first batch (Kafka's segment.ms rule); undefined until read. */
   private firstBatchTimestamp: bigint | null | undefined = undefined;
+  /**
+   * Where the last read ended: the first batch whose last offset is at or
+   * after `readAheadOffset` starts at `readAheadPosition` (-1n: nothing
+   * known). Appends keep it true; truncation and recovery forget it.
+   */
+  private readAheadOffset = -1n;
+  private readAheadPosition = 0;
 
   private constructor(
     private readonly fs: Fs,
@@ -350,6 +420,7 @@ export class LogSegment {
    * number of bytes cut.
    */
   recover(): number {
+    this.forgetReadEnd();
     const fileSize = this.file.size();
     this.offsetIndex.reset();
     this.timeIndex.reset();
@@ -455,23 +526,109 @@ export class LogSegment {
    * Whole batches from the one holding `target`: at most `maxBytes` (but the
    * first one regardless when `minOneMessage`), none whose last offset
    * reaches `maxOffset`. Null when the segment holds nothing at or after `target`.
+   *
+   * Only batch headers near the two ends are read, never the batches between:
+   * the start comes from the position where the previous read of this segment
+   * ended (when `target` is where it left off) or from the offset index and a
+   * walk of at most one index interval; the end is the whole segment when it
+   * fits, otherwise a walk from the last index entry at or before the byte
+   * limit (or before `maxOffset`, whichever comes first).
    */
   read(target: bigint, maxBytes: number, maxOffset: bigint | undefined, minOneMessage: boolean): FileRange | null {
-    const from = this.offsetIndex.lookup(target);
-    const cursor = new BatchCursor(this.file, from.position, this.size, false);
-    let start = -1;
-    let total = 0;
-    while (cursor.next()) {
-      if (start < 0) {
-        if (cursor.lastOffset < target) continue;
-        start = cursor.position;
+    const size = this.size;
+    const w = headerWalk;
+    w.begin(this.file, size);
+    let start: number;
+    if (target === this.readAheadOffset && target >= 0n) {
+      start = this.readAheadPosition;
+      if (start >= size) return null;
+    } else {
+      start = this.offsetIndex.lookup(target).position;
+      for (;;) {
+        if (start >= size || !w.at(start)) return null;
+        if (w.lastOffset >= target) break;
+        start += w.size;
       }
-      if (maxOffset !== undefined && cursor.lastOffset >= maxOffset) break;
-      if (total + cursor.size > maxBytes && !(total === 0 && minOneMessage)) break;
-      total += cursor.size;
     }
-    if (start < 0) return null;
-    return { file: this.file, position: start, size: total };
+    const limit = maxBytes >= size - start ? size : start + Math.max(0, maxBytes);
+    const capped = maxOffset !== undefined && maxOffset < this.nextOffset;
+    if (!capped && limit === size) {
+      // Every batch from `start` on fits; none can reach maxOffset (all end before nextOffset).
+      this.rememberReadEnd(this.nextOffset, size);
+      return { file: this.file, position: start, size: size - start };
+    }
+
+    // Batches before `from` fit within `limit` and end below `maxOffset`: walk only from there.
+    let from = start;
+    let fromKey = target;
+    if (limit > start) {
+      const byPosition = this.indexEntryAtOrBefore(limit);
+      let best = byPosition;
+      if (capped) {
+        const byOffset = this.offsetIndex.lookup(maxOffset);
+        if (byOffset.position < best.position) best = byOffset;
+      }
+      if (best.position > start) {
+        from = best.position;
+        fromKey = best.offset;
+      }
+    }
+
+    let pos = from;
+    let key = fromKey;
+    let sound = true;
+    if (from > start) w.restart();
+    for (;;) {
+      if (pos >= limit && pos > start) break;
+      if (pos >= size || !w.at(pos)) {
+        sound = pos >= size;
+        break;
+      }
+      if (capped && w.lastOffset >= maxOffset) break;
+      if (pos + w.size > limit) {
+        if (pos === start && minOneMessage) {
+          key = w.lastOffset + 1n;
+          pos += w.size;
+        }
+        break;
+      }
+      key = w.lastOffset + 1n;
+      pos += w.size;
+    }
+    if (sound) this.rememberReadEnd(key, pos);
+    return { file: this.file, position: start, size: pos - start };
+  }
+
+  /**
+   * Notes that the first batch whose last offset is at or after `offset`
+   * starts at `position` (the segment end when there is none yet), so the
+   * read that continues from `offset` needs no index lookup.
+   */
+  private rememberReadEnd(offset: bigint, position: number): void {
+    this.readAheadOffset = offset;
+    this.readAheadPosition = position;
+  }
+
+  private forgetReadEnd(): void {
+    this.readAheadOffset = -1n;
+    this.readAheadPosition = 0;
+  }
+
+  /** The last offset-index entry whose position is at or before `position`, or the segment start. */
+  private indexEntryAtOrBefore(position: number): OffsetPosition {
+    const index = this.offsetIndex;
+    let lo = 0;
+    let hi = index.count - 1;
+    let found: OffsetPosition = { offset: this.baseOffset, position: 0 };
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const e = index.entry(mid);
+      if (e.position <= position) {
+        found = e;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found;
   }
 
   /**
@@ -499,6 +656,7 @@ export class LogSegment {
    * the segment ending at `offset`. Returns the bytes dropped.
    */
   truncateTo(offset: bigint): number {
+    this.forgetReadEnd();
     const cut = this.findBatch(offset);
     this.nextOffset = offset < this.nextOffset ? offset : this.nextOffset;
     if (!cut) return 0;
