@@ -7,7 +7,9 @@
  * Figures:
  *   - append: PartitionLog.append of pre-built batches (three shapes, one
  *     compressed) into a fresh log, against fs.writeSync of the same bytes in
- *     the same chunks into a fresh file; MB/s, batches/s and their ratio;
+ *     the same chunks into a fresh file; MB/s, batches/s and their ratio; in
+ *     place (fresh copies of the batches made before the clock starts, as
+ *     Produce appends its request bytes) and with the validator copying;
  *   - sequential read: the whole log in fetch-sized read() calls (1 MiB
  *     maxBytes), the bytes copied out with readRanges, against fs.readSync of
  *     the same segment file in 1 MiB chunks; MB/s and their ratio;
@@ -177,13 +179,28 @@ interface Timed {
   batches: number;
 }
 
-function appendRun(dir: string, pool: Buffer[], count: number): { timed: Timed; log: PartitionLog } {
+/**
+ * Appends `count` batches cycling through the pool. In place (as Produce
+ * appends a view into its request frame), each call gets a fresh copy of its
+ * batch, all of them made before the clock starts; copying, the pool itself.
+ */
+function appendRun(dir: string, pool: Buffer[], count: number, inPlace: boolean): { timed: Timed; log: PartitionLog } {
   const log = openLog(dir);
+  let inputs = pool;
+  if (inPlace) {
+    const frame = Buffer.concat(Array.from({ length: count }, (_, i) => pool[i % pool.length]!));
+    inputs = [];
+    for (let i = 0, at = 0; i < count; i++) {
+      const size = pool[i % pool.length]!.length;
+      inputs.push(frame.subarray(at, at + size));
+      at += size;
+    }
+  }
   let bytes = 0;
   const t0 = performance.now();
   for (let i = 0; i < count; i++) {
-    const b = pool[i % pool.length]!;
-    const r = log.append(b);
+    const b = inputs[i % inputs.length]!;
+    const r = log.append(b, undefined, inPlace);
     if (!r.ok) throw new Error(`append failed: ${r.message}`);
     bytes += b.length;
   }
@@ -302,7 +319,10 @@ function medianRun(runs: Timed[]): Timed {
 interface ThroughputRow {
   workload: Workload;
   batchBytes: number;
+  /** In place, as Produce appends. */
   append: Timed;
+  /** The validator copying its input, as append does by default. */
+  copyingAppend: Timed;
   plain: Timed;
   validate: Timed;
   logRead: Timed;
@@ -315,16 +335,19 @@ async function throughput(w: Workload, mode: Mode, seed: number): Promise<Throug
   const warmCount = batchCount(pool, Math.min(mode.throughputBytes, 16 * MB));
   // Warm-up, untimed: JIT, codec libraries, allocation pools.
   {
-    const dir = freshDir('warm');
-    const { log } = appendRun(dir, pool, warmCount);
-    closeLog(log);
-    rmSync(dir, { recursive: true, force: true });
+    for (const inPlace of [false, true]) {
+      const dir = freshDir('warm');
+      const { log } = appendRun(dir, pool, warmCount, inPlace);
+      closeLog(log);
+      rmSync(dir, { recursive: true, force: true });
+    }
     const file = join(root!, 'warm.plain');
     plainWriteRun(file, pool, warmCount);
     rmSync(file, { force: true });
     validateRun(pool, warmCount);
   }
   const appends: Timed[] = [];
+  const copyingAppends: Timed[] = [];
   const plains: Timed[] = [];
   const validates: Timed[] = [];
   let kept: { log: PartitionLog; dir: string } | null = null;
@@ -335,8 +358,14 @@ async function throughput(w: Workload, mode: Mode, seed: number): Promise<Throug
     plains.push(plainWriteRun(file, pool, count));
     rmSync(file, { force: true });
     await tick();
+    const copyDir = freshDir('append-copying');
+    const copying = appendRun(copyDir, pool, count, false);
+    copyingAppends.push(copying.timed);
+    closeLog(copying.log);
+    rmSync(copyDir, { recursive: true, force: true });
+    await tick();
     const dir = freshDir('append');
-    const { timed, log } = appendRun(dir, pool, count);
+    const { timed, log } = appendRun(dir, pool, count, true);
     appends.push(timed);
     if (run === mode.runs - 1) kept = { log, dir };
     else {
@@ -365,6 +394,7 @@ async function throughput(w: Workload, mode: Mode, seed: number): Promise<Throug
     workload: w,
     batchBytes: pool.reduce((s, b) => s + b.length, 0) / pool.length,
     append: medianRun(appends),
+    copyingAppend: medianRun(copyingAppends),
     plain: medianRun(plains),
     validate: medianRun(validates),
     logRead: medianRun(logReads),
@@ -486,9 +516,12 @@ async function main(): Promise<void> {
   if (process.stderr.isTTY) process.stderr.write(' '.repeat(60) + '\r');
 
   console.log('');
-  console.log(`append (PartitionLog.append, one batch per call) vs plain write (fs.writeSync of the same bytes, same chunks); page cache, no fsync`);
+  console.log(
+    `append (PartitionLog.append in place, as Produce does, one batch per call) vs plain write (fs.writeSync of the same bytes, same chunks); page cache, no fsync`,
+  );
+  console.log(`copying: PartitionLog.append with the validator copying its input (the default)`);
   table(
-    ['workload', 'batch B', 'append MB/s', 'batches/s', 'plain MB/s', 'batches/s', 'append/plain', 'validator alone MB/s'],
+    ['workload', 'batch B', 'append MB/s', 'batches/s', 'plain MB/s', 'batches/s', 'append/plain', 'copying MB/s', 'copying/plain', 'validator alone MB/s'],
     rows.map((r) => [
       r.workload.name,
       fmt(r.batchBytes),
@@ -497,6 +530,8 @@ async function main(): Promise<void> {
       fmt(mbps(r.plain)),
       fmt(perSec(r.plain)),
       pct(mbps(r.append) / mbps(r.plain)),
+      fmt(mbps(r.copyingAppend)),
+      pct(mbps(r.copyingAppend) / mbps(r.plain)),
       fmt(mbps(r.validate)),
     ]),
   );

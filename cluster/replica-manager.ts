@@ -93,7 +93,8 @@ export class ReplicaManager {
       return appendError(ErrorCode.KAFKA_STORAGE_ERROR, (err as Error).message);
     }
     try {
-      const result = log.append(records, state.leaderEpoch);
+      // `records` is a view into the request frame, which nothing reads after the handler.
+      const result = log.append(records, state.leaderEpoch, true);
       if (!result.ok) {
         return {
           errorCode: result.errorCode,

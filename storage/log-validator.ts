@@ -69,6 +69,14 @@ export type ValidationResult =
     }
   | { ok: false; errorCode: number; message: string; recordErrors: { batchIndex: number; message: string }[] };
 
+export interface ValidationOptions {
+  /**
+   * The caller owns `records` and will not read it again as it was: rewrite the
+   * batch headers in it instead of in a copy. Default false.
+   */
+  inPlace?: boolean;
+}
+
 type Failure = Extract<ValidationResult, { ok: false }>;
 
 /** What the checking pass learned about one batch, for the offset-assigning pass. */
@@ -85,8 +93,12 @@ interface Checked {
 /**
  * Validates `records` (one or more v2 batches, or a magic 0/1 message set, which is
  * converted to one v2 batch first) and assigns offsets from ctx.nextOffset. On
- * success `batches` is a new buffer; `records` itself is never written. Returns an
- * error value for any bad input, never throws.
+ * success `batches` is a new buffer and `records` itself is never written, unless
+ * `options.inPlace` says the caller owns `records`: then the headers of a v2 input
+ * are rewritten in `records` and `batches` is `records` itself (a legacy message
+ * set is still converted into a new buffer). Every batch is checked before any
+ * byte is written, so an error result leaves `records` unchanged in either mode.
+ * Returns an error value for any bad input, never throws.
  *
  * Example: one batch of 3 records, ctx.nextOffset 10, CreateTime, record times
  * 100, 300, 200 -> ok, firstOffset 10, lastOffset 12, appended[0].baseOffset 10,
@@ -98,20 +110,24 @@ interface Checked {
  * `recordErrors[].batchIndex` is, as in Kafka's ProduceResponse, the index of the
  * offending record, counted from the first record of `records`.
  */
-export function validateAndAssignOffsets(records: Buffer, ctx: ValidationContext): ValidationResult {
+export function validateAndAssignOffsets(
+  records: Buffer,
+  ctx: ValidationContext,
+  options: ValidationOptions = {},
+): ValidationResult {
   try {
-    return validate(records, ctx);
+    return validate(records, ctx, options.inPlace === true);
   } catch (e) {
     // Every expected failure is a value; reaching here is a bug, not bad input.
     return fail(ErrorCode.UNKNOWN_SERVER_ERROR, `validator failed: ${(e as Error).message}`);
   }
 }
 
-function validate(records: Buffer, ctx: ValidationContext): ValidationResult {
+function validate(records: Buffer, ctx: ValidationContext, inPlace: boolean): ValidationResult {
   if (records.length === 0) return fail(ErrorCode.INVALID_RECORD, 'no record batch');
   if (records.length <= MAGIC) return fail(ErrorCode.CORRUPT_MESSAGE, `${records.length} bytes cannot hold a batch header`);
   let input = records;
-  let owned = false;
+  let owned = inPlace;
   const firstMagic = records[MAGIC]!;
   if (firstMagic === 0 || firstMagic === 1) {
     const converted = legacyToBatch(records);
@@ -214,8 +230,8 @@ function validate(records: Buffer, ctx: ValidationContext): ValidationResult {
     pos += size;
   }
 
-  // Every check passed: one copy (unless the legacy conversion already made one),
-  // then the header rewrites.
+  // Every check passed: one copy (unless the caller owns the input or the legacy
+  // conversion already made one), then the header rewrites.
   let out = input;
   if (!owned) {
     out = outputBuffer(input.length);

@@ -277,15 +277,23 @@ export class PartitionLog {
    * Example: on a new log, append(<one batch of 3 records>, 5) returns
    * { ok: true, firstOffset: 0n, lastOffset: 2n, logStartOffset: 0n, ... }
    * and logEndOffset becomes 3n.
+   *
+   * With `inPlace` the caller hands `records` over: the validator rewrites the
+   * batch headers in it rather than in a copy (see validateAndAssignOffsets),
+   * and a failed validation still leaves it unchanged.
    */
-  append(records: Buffer, leaderEpoch: number = this.leaderEpoch): AppendResult {
+  append(records: Buffer, leaderEpoch: number = this.leaderEpoch, inPlace = false): AppendResult {
     this.checkWritable();
-    const result = validateAndAssignOffsets(records, {
-      nextOffset: this.logEndOffset,
-      leaderEpoch,
-      now: this.now(),
-      config: this.config,
-    });
+    const result = validateAndAssignOffsets(
+      records,
+      {
+        nextOffset: this.logEndOffset,
+        leaderEpoch,
+        now: this.now(),
+        config: this.config,
+      },
+      { inPlace },
+    );
     if (result.ok) this.appendValidated(result.batches, result);
     return { ...result, logStartOffset: this._logStartOffset };
   }
