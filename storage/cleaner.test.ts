@@ -1,5 +1,4 @@
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Compression } from '../wire/compression.js';
@@ -10,31 +9,10 @@ import { FaultyFs } from './fs.js';
 import { type LogConfig, logConfig } from './log-config.js';
 import { PartitionLog, StorageError, swapFileName } from './log.js';
 import { segmentFileName } from './segment.js';
+import { logFixtures, servedBatches } from './test-support.js';
 
-const dirs: string[] = [];
-const logs: PartitionLog[] = [];
-afterEach(() => {
-  for (const l of logs.splice(0)) {
-    try {
-      l.close();
-    } catch {
-      // closed by the test
-    }
-  }
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'gregor-cleaner-'));
-  dirs.push(d);
-  return d;
-}
-
-function open(dir: string, config: LogConfig, opts: Parameters<typeof PartitionLog.open>[2] = {}): PartitionLog {
-  const log = PartitionLog.open(dir, config, opts);
-  logs.push(log);
-  return log;
-}
+const { tempDir, open, cleanup } = logFixtures('gregor-cleaner-');
+afterEach(cleanup);
 
 type KV = [key: string, value: string | null];
 
@@ -53,24 +31,14 @@ interface Stored {
 function readAll(log: PartitionLog): { records: Stored[]; batches: { base: bigint; last: bigint; codec: number }[] } {
   const records: Stored[] = [];
   const batches: { base: bigint; last: bigint; codec: number }[] = [];
-  let offset = log.logStartOffset;
-  while (offset < log.logEndOffset) {
-    const buf = log.readBuffer(offset, 1 << 20)!;
-    if (buf.length === 0) break;
-    for (let at = 0; at < buf.length; ) {
-      const h = readBatchHeader(buf, at);
-      const size = h.batchLength + 12;
-      const last = h.baseOffset + BigInt(h.lastOffsetDelta);
-      batches.push({ base: h.baseOffset, last, codec: h.attributes & 7 });
-      const d = decodeRecords(buf.subarray(at, at + size));
-      if (!d.ok) throw new Error(d.error);
-      if ((h.attributes & CONTROL) === 0) {
-        for (const r of d.records) {
-          records.push({ offset: h.baseOffset + BigInt(r.offsetDelta), key: r.key!.toString(), value: r.value?.toString() ?? null });
-        }
+  for (const { header: h, bytes } of servedBatches(log)) {
+    batches.push({ base: h.baseOffset, last: h.baseOffset + BigInt(h.lastOffsetDelta), codec: h.attributes & 7 });
+    const d = decodeRecords(bytes);
+    if (!d.ok) throw new Error(d.error);
+    if ((h.attributes & CONTROL) === 0) {
+      for (const r of d.records) {
+        records.push({ offset: h.baseOffset + BigInt(r.offsetDelta), key: r.key!.toString(), value: r.value?.toString() ?? null });
       }
-      at += size;
-      offset = last + 1n;
     }
   }
   return { records, batches };

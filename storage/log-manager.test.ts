@@ -3,12 +3,13 @@ import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { buildBatch, decodeRecords, readBatchHeader } from '../wire/record-batch.js';
+import { buildBatch, decodeRecords } from '../wire/record-batch.js';
 import { PARTITION_CHECKPOINT_FILE } from './checkpoint.js';
 import { FaultyFs } from './fs.js';
 import { logConfig } from './log-config.js';
 import { LogManager, type LogManagerLogger, type LogManagerOptions, parsePartitionDirName } from './log-manager.js';
 import { CLEAN_SHUTDOWN_FILE, type PartitionLog } from './log.js';
+import { servedBatches } from './test-support.js';
 
 const dirs: string[] = [];
 const managers: LogManager[] = [];
@@ -54,19 +55,10 @@ function append(log: PartitionLog, records: KV[], ts = 1000n): void {
 /** `key@offset` for every record the log serves from its start. */
 function contents(log: PartitionLog): string[] {
   const out: string[] = [];
-  let offset = log.logStartOffset;
-  while (offset < log.logEndOffset) {
-    const buf = log.readBuffer(offset, 1 << 20)!;
-    if (buf.length === 0) break;
-    for (let at = 0; at < buf.length; ) {
-      const h = readBatchHeader(buf, at);
-      const size = h.batchLength + 12;
-      const d = decodeRecords(buf.subarray(at, at + size));
-      if (!d.ok) throw new Error(d.error);
-      for (const r of d.records) out.push(`${r.key!.toString()}@${h.baseOffset + BigInt(r.offsetDelta)}`);
-      at += size;
-      offset = h.baseOffset + BigInt(h.lastOffsetDelta) + 1n;
-    }
+  for (const { header, bytes } of servedBatches(log)) {
+    const d = decodeRecords(bytes);
+    if (!d.ok) throw new Error(d.error);
+    for (const r of d.records) out.push(`${r.key!.toString()}@${header.baseOffset + BigInt(r.offsetDelta)}`);
   }
   return out;
 }

@@ -1,4 +1,3 @@
-import CRC32 from 'crc-32';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +18,7 @@ import { logConfig, type LogConfig } from './log-config.js';
 import { validateAndAssignOffsets, type ValidationContext, type ValidationResult } from './log-validator.js';
 import { PartitionLog } from './log.js';
 import { segmentFileName } from './segment.js';
+import { legacyEntry } from './test-support.js';
 
 const CODECS = [Compression.None, Compression.Gzip, Compression.Snappy, Compression.Lz4, Compression.Zstd];
 
@@ -55,19 +55,6 @@ function randomBatch(rand: () => number): Buffer {
   if (rand() < 0.3) batch.writeBigInt64BE(BigInt(Math.floor(rand() * 1e12)), MAX_TIMESTAMP);
   writeBatchCrc(batch, 0, batch.length);
   return batch;
-}
-
-function legacyEntry(timestamp: bigint, value: string): Buffer {
-  const content = Buffer.alloc(2 + 8 + 4 + 4 + value.length);
-  content.writeInt8(1, 0);
-  content.writeBigInt64BE(timestamp, 2);
-  content.writeInt32BE(-1, 10);
-  content.writeInt32BE(value.length, 14);
-  content.write(value, 18);
-  const head = Buffer.alloc(16);
-  head.writeInt32BE(content.length + 4, 8);
-  head.writeUInt32BE(CRC32.buf(content) >>> 0, 12);
-  return Buffer.concat([head, content]);
 }
 
 describe('validateAndAssignOffsets in place', () => {

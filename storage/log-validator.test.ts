@@ -1,5 +1,4 @@
 import { createRequire } from 'node:module';
-import CRC32 from 'crc-32';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
 import {
@@ -23,6 +22,7 @@ import {
 import { seededRandom } from '../wire/seeded-random.js';
 import { logConfig, type LogConfig } from './log-config.js';
 import { validateAndAssignOffsets, type ValidationContext, type ValidationResult } from './log-validator.js';
+import { legacyEntry } from './test-support.js';
 
 function ctx(config: Partial<LogConfig> = {}, nextOffset = 10n): ValidationContext {
   return { nextOffset, leaderEpoch: 4, now: 5000, config: logConfig(config) };
@@ -152,19 +152,6 @@ describe('validateAndAssignOffsets: worked examples', () => {
     expect(validateAndAssignOffsets(bad, ctx())).toMatchObject({ ok: false, errorCode: ErrorCode.CORRUPT_MESSAGE });
   });
 });
-
-function legacyEntry(timestamp: bigint, value: string): Buffer {
-  const content = Buffer.alloc(2 + 8 + 4 + 4 + value.length);
-  content.writeInt8(1, 0);
-  content.writeBigInt64BE(timestamp, 2);
-  content.writeInt32BE(-1, 10);
-  content.writeInt32BE(value.length, 14);
-  content.write(value, 18);
-  const head = Buffer.alloc(16);
-  head.writeInt32BE(content.length + 4, 8);
-  head.writeUInt32BE(CRC32.buf(content) >>> 0, 12);
-  return Buffer.concat([head, content]);
-}
 
 describe('validateAndAssignOffsets: rules', () => {
   const good = buildBatch({ records: rec(3) });

@@ -1,40 +1,18 @@
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, existsSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
 import { buildBatch, readBatchHeader } from '../wire/record-batch.js';
 import { seededRandom } from '../wire/seeded-random.js';
 import { FaultyFs } from './fs.js';
-import { type LogConfig, logConfig } from './log-config.js';
+import { logConfig } from './log-config.js';
 import { validateAndAssignOffsets } from './log-validator.js';
 import { type AppendInfo, CLEAN_SHUTDOWN_FILE, PartitionLog, StorageError, readRanges } from './log.js';
 import { segmentFileName } from './segment.js';
+import { logFixtures } from './test-support.js';
 
-const dirs: string[] = [];
-const logs: PartitionLog[] = [];
-afterEach(() => {
-  for (const l of logs.splice(0)) {
-    try {
-      l.close();
-    } catch {
-      // already offline or closed by the test
-    }
-  }
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'gregor-log-'));
-  dirs.push(d);
-  return d;
-}
-
-function open(dir: string, config: LogConfig, opts: Parameters<typeof PartitionLog.open>[2] = {}): PartitionLog {
-  const log = PartitionLog.open(dir, config, opts);
-  logs.push(log);
-  return log;
-}
+const { tempDir, open, cleanup } = logFixtures('gregor-log-');
+afterEach(cleanup);
 
 /** A batch of `count` records, `valueBytes` each, record i at timestamp ts + i. */
 function batch(count: number, ts = 1000n, valueBytes = 20): Buffer {
@@ -440,8 +418,7 @@ describe('I/O faults', () => {
   function setup(config = small) {
     const dir = tempDir();
     const fs = new FaultyFs();
-    const log = PartitionLog.open(dir, config, { fs });
-    logs.push(log);
+    const log = open(dir, config, { fs });
     for (let i = 0; i < 5; i++) appendOk(log, batch(2));
     const stored = log.readBuffer(0n, 1 << 20)!;
     return { dir, fs, log, stored };

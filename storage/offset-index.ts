@@ -104,6 +104,49 @@ export class IndexEntries {
   delete(): void {
     if (this.fs.exists(this.path)) this.fs.unlink(this.path);
   }
+
+  /**
+   * The last entry i for which `atOrBelow(i * entrySize)` holds, by binary
+   * search, or -1 when there is none. It must hold for a prefix of the entries.
+   */
+  floor(atOrBelow: (at: number) => boolean): number {
+    let lo = 0;
+    let hi = this.count - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (atOrBelow(mid * this.entrySize)) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found;
+  }
+}
+
+/** An index of one segment kept in `entries`: what the offset and time indexes have in common. */
+export abstract class SegmentIndex {
+  protected constructor(protected readonly entries: IndexEntries) {}
+
+  get count(): number {
+    return this.entries.count;
+  }
+  /** A full index rolls the segment; the time index's entry added at the roll may go one past this (the file grows, so it fits). */
+  get isFull(): boolean {
+    return this.entries.isFull;
+  }
+
+  reset(): void {
+    this.entries.reset();
+  }
+
+  flush(): void {
+    this.entries.flush();
+  }
+
+  delete(): void {
+    this.entries.delete();
+  }
 }
 
 export interface OffsetPosition {
@@ -111,19 +154,10 @@ export interface OffsetPosition {
   position: number;
 }
 
-export class OffsetIndex {
-  private readonly entries: IndexEntries;
-
+export class OffsetIndex extends SegmentIndex {
   /** `load` reads the existing file; otherwise the index starts empty. */
   constructor(fs: Fs, path: string, readonly baseOffset: bigint, maxIndexBytes: number, load: boolean) {
-    this.entries = new IndexEntries(fs, path, 8, Math.floor(maxIndexBytes / 8), load);
-  }
-
-  get count(): number {
-    return this.entries.count;
-  }
-  get isFull(): boolean {
-    return this.entries.isFull;
+    super(new IndexEntries(fs, path, 8, Math.floor(maxIndexBytes / 8), load));
   }
 
   /** Records that the batch starting at `offset` sits at `position`; offsets and positions only grow. */
@@ -157,27 +191,13 @@ export class OffsetIndex {
     this.entries.truncateEntries(this.floorIndex(offset - 1n) + 1);
   }
 
-  reset(): void {
-    this.entries.reset();
-  }
-
   /** Largest i whose offset <= target, -1 when none. */
   private floorIndex(target: bigint): number {
     const rel = target - this.baseOffset;
     if (rel < 0n) return -1;
     const r = rel > 0x7fffffffn ? 0x7fffffff : Number(rel);
     const b = this.entries.buf;
-    let lo = 0;
-    let hi = this.entries.count - 1;
-    let found = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      if (b.readInt32BE(mid * 8) <= r) {
-        found = mid;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
-    return found;
+    return this.entries.floor((at) => b.readInt32BE(at) <= r);
   }
 
   /**
@@ -201,13 +221,5 @@ export class OffsetIndex {
       lastPos = pos;
     }
     return null;
-  }
-
-  flush(): void {
-    this.entries.flush();
-  }
-
-  delete(): void {
-    this.entries.delete();
   }
 }

@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildBatch, readBatchHeader } from '../wire/record-batch.js';
@@ -7,31 +6,10 @@ import { FaultyFs } from './fs.js';
 import { type LogConfig, logConfig } from './log-config.js';
 import { PartitionLog, StorageError } from './log.js';
 import { segmentFileName } from './segment.js';
+import { logFixtures } from './test-support.js';
 
-const dirs: string[] = [];
-const logs: PartitionLog[] = [];
-afterEach(() => {
-  for (const l of logs.splice(0)) {
-    try {
-      l.close();
-    } catch {
-      // closed by the test
-    }
-  }
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'gregor-retention-'));
-  dirs.push(d);
-  return d;
-}
-
-function open(dir: string, config: LogConfig, opts: Parameters<typeof PartitionLog.open>[2] = {}): PartitionLog {
-  const log = PartitionLog.open(dir, config, opts);
-  logs.push(log);
-  return log;
-}
+const { tempDir, open, cleanup } = logFixtures('gregor-retention-');
+afterEach(cleanup);
 
 /** `count` records, record i at timestamp ts + i (ts -1: no timestamps). */
 function batch(count: number, ts: bigint): Buffer {
@@ -197,8 +175,7 @@ describe('retention and I/O faults', () => {
     const dir = tempDir();
     const fs = new FaultyFs();
     const config = deleteOnly({ retentionMs: 1000 });
-    const log = PartitionLog.open(dir, config, { fs, now: () => 10_000 });
-    logs.push(log);
+    const log = open(dir, config, { fs, now: () => 10_000 });
     build(log, [1000n, 2000n, 9500n, 9600n]); // 0 and 10 expired; 20 and active 30 not
     log.updateHighWatermark(40n);
     const kept = log.readBuffer(20n, 1 << 20)!;

@@ -6,7 +6,7 @@
  * Kept in memory and written at flush, like the offset index.
  */
 import { type Fs } from './fs.js';
-import { IndexEntries } from './offset-index.js';
+import { IndexEntries, SegmentIndex } from './offset-index.js';
 
 export interface TimestampOffset {
   timestamp: bigint;
@@ -15,19 +15,9 @@ export interface TimestampOffset {
 
 const ENTRY = 12;
 
-export class TimeIndex {
-  private readonly entries: IndexEntries;
-
+export class TimeIndex extends SegmentIndex {
   constructor(fs: Fs, path: string, readonly baseOffset: bigint, maxIndexBytes: number, load: boolean) {
-    this.entries = new IndexEntries(fs, path, ENTRY, Math.floor(maxIndexBytes / ENTRY), load);
-  }
-
-  get count(): number {
-    return this.entries.count;
-  }
-  /** The final entry added when the segment is rolled may go one past this; the file grows, so it fits. */
-  get isFull(): boolean {
-    return this.entries.isFull;
+    super(new IndexEntries(fs, path, ENTRY, Math.floor(maxIndexBytes / ENTRY), load));
   }
 
   /** Adds an entry when `timestamp` is larger than the last one. */
@@ -54,16 +44,7 @@ export class TimeIndex {
   /** The last entry whose timestamp is at or below `timestamp`, or null when every entry is later. */
   lookup(timestamp: bigint): TimestampOffset | null {
     const b = this.entries.buf;
-    let lo = 0;
-    let hi = this.entries.count - 1;
-    let found = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      if (b.readBigInt64BE(mid * ENTRY) <= timestamp) {
-        found = mid;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
+    const found = this.entries.floor((at) => b.readBigInt64BE(at) <= timestamp);
     return found < 0 ? null : this.entry(found);
   }
 
@@ -72,10 +53,6 @@ export class TimeIndex {
     let n = this.entries.count;
     while (n > 0 && this.entry(n - 1).offset >= offset) n--;
     this.entries.truncateEntries(n);
-  }
-
-  reset(): void {
-    this.entries.reset();
   }
 
   /** Why the loaded index cannot be trusted for a segment whose offsets end before `nextOffset`, or null. */
@@ -90,13 +67,5 @@ export class TimeIndex {
       last = e;
     }
     return null;
-  }
-
-  flush(): void {
-    this.entries.flush();
-  }
-
-  delete(): void {
-    this.entries.delete();
   }
 }
