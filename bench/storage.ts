@@ -15,7 +15,9 @@
  *     the same segment file in 1 MiB chunks; MB/s and their ratio;
  *   - read latency: median and p99 of a 1 MiB read at random offsets while one
  *     log grows to 10 MB, 100 MB, 1 GB (and 10 GB with --full), sizes that do
- *     not fit the free disk space being skipped.
+ *     not fit the free disk space being skipped; against plain 4 KiB and 1 MiB
+ *     preads of the segment file at the positions the reads answer from, so
+ *     the cost of touching a page is measured beside the log's.
  * Nothing is fsynced inside a timed section: appends and plain writes both go
  * to the page cache, and reads come from it while the log fits in memory.
  * Goals are reported, never enforced. MB means 10^6 bytes, MiB 2^20.
@@ -406,37 +408,109 @@ interface LatencyRow {
   target: number;
   logBytes: number;
   segments: number;
-  /** Microseconds: read() alone (index lookup and batch walk). */
+  /** Microseconds: read() alone (index lookup and batch walk), timed before anything else at its position. */
   lookup: number[];
-  /** Microseconds: read() plus readRanges (the 1 MiB copied out). */
+  /** Microseconds: read() plus readRanges (the 1 MiB copied out), same samples as `lookup`. */
   total: number[];
+  /** Microseconds: fs.readSync of 4 KiB at the answer's file position, timed before anything else at its position. */
+  plainPage: number[];
+  /** Microseconds: fs.readSync of 1 MiB at that position, right after `plainPage`. */
+  plainFetch: number[];
+  /** Microseconds: read() at the positions of `plainPage`, right after the two plain reads touched its pages. */
+  lookupWarm: number[];
   skipped?: string;
 }
+
+/** Where an appended chunk of batches went: its first offset, its segment and its position in that segment's file. */
+interface Placed {
+  firstOffset: number;
+  chunk: number;
+  segment: number;
+  position: number;
+}
+
+const PAGE_BYTES = 4096;
+const WARMUP_READS = 20;
 
 async function growth(mode: Mode, seed: number, maxSizes: number[]): Promise<LatencyRow[]> {
   const w: Workload = { name: 'growth', records: 10, valueBytes: 1000, compression: Compression.None };
   const pool = batchPool(w, seed + 1);
   // Appends of 32 batches per call: the log is filled, not measured, here.
   const chunks = Array.from({ length: POOL_SIZE / 32 }, (_, c) => Buffer.concat(pool.slice(c * 32, c * 32 + 32)));
+  // Start of each batch within its chunk; every batch holds w.records offsets.
+  const batchStarts = Array.from({ length: chunks.length }, (_, c) => {
+    const starts: number[] = [];
+    for (let b = 0, at = 0; b < 32; b++) {
+      starts.push(at);
+      at += pool[c * 32 + b]!.length;
+    }
+    return starts;
+  });
   const dir = freshDir('growth');
   const log = openLog(dir);
   const rand = seededRandom(seed + 2);
   const rows: LatencyRow[] = [];
+  // Every appended chunk, so the file position of an offset is known without touching the files.
+  const placed: Placed[] = [];
+  const plainFds = new Map<string, number>();
   let chunk = 0;
+  let segmentCount = log.segmentBaseOffsets().length;
+  let segmentEnd = log.size;
+  /** The segment file and position of the batch holding `offset`: where read()'s answer starts. */
+  const locate = (offset: number): { path: string; position: number } => {
+    let lo = 0;
+    let hi = placed.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (placed[mid]!.firstOffset <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    const p = placed[lo]!;
+    const batch = Math.floor((offset - p.firstOffset) / w.records);
+    const base = log.segmentBaseOffsets()[p.segment]!;
+    return { path: join(dir, segmentFileName(base, '.log')), position: p.position + batchStarts[p.chunk]![batch]! };
+  };
+  const plainFd = (path: string): number => {
+    let fd = plainFds.get(path);
+    if (fd === undefined) {
+      fd = openSync(path, 'r');
+      plainFds.set(path, fd);
+    }
+    return fd;
+  };
+  const page = Buffer.allocUnsafe(PAGE_BYTES);
   try {
     for (const target of maxSizes) {
       const need = target - log.size + DISK_MARGIN;
       const free = freeBytes(root!);
       if (need > free) {
-        rows.push({ target, logBytes: log.size, segments: 0, lookup: [], total: [], skipped: `needs ${size(need)} free, ${size(free)} available` });
+        rows.push({
+          target,
+          logBytes: log.size,
+          segments: 0,
+          lookup: [],
+          total: [],
+          plainPage: [],
+          plainFetch: [],
+          lookupWarm: [],
+          skipped: `needs ${size(need)} free, ${size(free)} available`,
+        });
         continue;
       }
       let sinceTick = 0;
       while (log.size < target) {
-        const c = chunks[chunk++ % chunks.length]!;
-        const r = log.append(c);
+        const c = chunk++ % chunks.length;
+        const bytes = chunks[c]!;
+        const r = log.append(bytes);
         if (!r.ok) throw new Error(`append failed: ${r.message}`);
-        sinceTick += c.length;
+        const segments = log.segmentBaseOffsets().length;
+        if (segments !== segmentCount) {
+          segmentCount = segments;
+          segmentEnd = 0;
+        }
+        placed.push({ firstOffset: Number(r.firstOffset), chunk: c, segment: segments - 1, position: segmentEnd });
+        segmentEnd += bytes.length;
+        sinceTick += bytes.length;
         if (sinceTick >= 64 * MB) {
           sinceTick = 0;
           await tick();
@@ -445,28 +519,73 @@ async function growth(mode: Mode, seed: number, maxSizes: number[]): Promise<Lat
       }
       if (process.stderr.isTTY) process.stderr.write(' '.repeat(60) + '\r');
       await tick();
-      const start = log.logStartOffset;
-      const span = Number(log.logEndOffset - start);
-      const lookup: number[] = [];
-      const total: number[] = [];
-      // Untimed warm-up reads, then the samples.
-      for (let i = 0; i < 20 + mode.latencySamples; i++) {
-        const offset = start + BigInt(Math.floor(rand() * span));
-        const t0 = performance.now();
-        const r = log.read(offset, FETCH_BYTES);
-        const t1 = performance.now();
-        if (!r.ok || r.size === 0) throw new Error(`random read at ${offset} returned nothing`);
-        const buf = readRanges(r.records);
-        const t2 = performance.now();
-        if (buf.length !== r.size) throw new Error(`read at ${offset}: ${buf.length} bytes copied of ${r.size}`);
-        if (i >= 20) {
-          lookup.push((t1 - t0) * 1000);
-          total.push((t2 - t0) * 1000);
+      const start = Number(log.logStartOffset);
+      const span = Number(log.logEndOffset) - start;
+      const row: LatencyRow = {
+        target,
+        logBytes: log.size,
+        segments: log.segmentBaseOffsets().length,
+        lookup: [],
+        total: [],
+        plainPage: [],
+        plainFetch: [],
+        lookupWarm: [],
+      };
+      // Every position is read by both the log and the plain preads. Whichever
+      // goes first may pay for bringing the page into the page cache, and the
+      // other then finds it there, so they take turns going first and each
+      // one's figures come from the positions where it went first: twice the
+      // positions, `latencySamples` first reads each, after untimed warm-ups.
+      for (let i = 0; i < WARMUP_READS + 2 * mode.latencySamples; i++) {
+        const offset = start + Math.floor(rand() * span);
+        const { path, position } = locate(offset);
+        const fd = plainFd(path);
+        const timeLog = (): { lookup: number; total: number } => {
+          const t0 = performance.now();
+          const r = log.read(BigInt(offset), FETCH_BYTES);
+          const t1 = performance.now();
+          if (!r.ok || r.size === 0) throw new Error(`random read at ${offset} returned nothing`);
+          const buf = readRanges(r.records);
+          const t2 = performance.now();
+          if (buf.length !== r.size) throw new Error(`read at ${offset}: ${buf.length} bytes copied of ${r.size}`);
+          const first = r.records[0]!;
+          if (first.file.path !== path || first.position !== position) {
+            throw new Error(`read at ${offset} answered from ${first.file.path} at ${first.position}, expected ${path} at ${position}`);
+          }
+          return { lookup: (t1 - t0) * 1000, total: (t2 - t0) * 1000 };
+        };
+        const timePlain = (): { page: number; fetch: number } => {
+          const t0 = performance.now();
+          const n = readSync(fd, page, 0, PAGE_BYTES, position);
+          const t1 = performance.now();
+          const buf = Buffer.allocUnsafe(FETCH_BYTES);
+          const m = readSync(fd, buf, 0, FETCH_BYTES, position);
+          const t2 = performance.now();
+          if (n === 0 || m === 0) throw new Error(`${path}: nothing at ${position}`);
+          return { page: (t1 - t0) * 1000, fetch: (t2 - t1) * 1000 };
+        };
+        const logFirst = i % 2 === 0;
+        if (logFirst) {
+          const l = timeLog();
+          timePlain();
+          if (i >= WARMUP_READS) {
+            row.lookup.push(l.lookup);
+            row.total.push(l.total);
+          }
+        } else {
+          const p = timePlain();
+          const l = timeLog();
+          if (i >= WARMUP_READS) {
+            row.plainPage.push(p.page);
+            row.plainFetch.push(p.fetch);
+            row.lookupWarm.push(l.lookup);
+          }
         }
       }
-      rows.push({ target, logBytes: log.size, segments: log.segmentBaseOffsets().length, lookup, total });
+      rows.push(row);
     }
   } finally {
+    for (const fd of plainFds.values()) closeSync(fd);
     closeLog(log);
     rmSync(dir, { recursive: true, force: true });
   }
@@ -552,13 +671,47 @@ async function main(): Promise<void> {
 
   const latency = await growth(mode, seed, mode.growthSizes);
   console.log('');
-  console.log(`read latency at random offsets as the log grows (10 x 1 KB batches, 1 MiB maxBytes, ${mode.latencySamples} reads per size), microseconds`);
+  console.log(
+    `read latency at random offsets as the log grows (10 x 1 KB batches, 1 MiB maxBytes), microseconds; ${2 * mode.latencySamples} random positions per size, ` +
+      `each read by the log and by plain preads of its segment file, the two taking turns going first; each figure is over the ${mode.latencySamples} positions where its subject went first`,
+  );
+  console.log(
+    `4K pread: fs.readSync of 4 KiB at the file position read() answers from; 1M pread: 1 MiB there, right after; read() warm: read() right after those two; read()/4K: ratio of medians`,
+  );
   table(
-    ['log size', 'segments', 'read() median', 'read() p99', 'read+copy median', 'read+copy p99'],
+    [
+      'log size',
+      'segments',
+      'read() median',
+      'read() p99',
+      'read+copy median',
+      'read+copy p99',
+      '4K pread median',
+      '4K pread p99',
+      '1M pread median',
+      '1M pread p99',
+      'read()/4K',
+      'read+copy/1M',
+      'read() warm median',
+    ],
     latency.map((l) =>
       l.skipped
-        ? [size(l.target), '-', 'skipped:', l.skipped, '', '']
-        : [size(l.logBytes), String(l.segments), fmt(median(l.lookup), 1), fmt(percentile(l.lookup, 99), 1), fmt(median(l.total), 1), fmt(percentile(l.total, 99), 1)],
+        ? [size(l.target), '-', 'skipped:', l.skipped, '', '', '', '', '', '', '', '', '']
+        : [
+            size(l.logBytes),
+            String(l.segments),
+            fmt(median(l.lookup), 1),
+            fmt(percentile(l.lookup, 99), 1),
+            fmt(median(l.total), 1),
+            fmt(percentile(l.total, 99), 1),
+            fmt(median(l.plainPage), 1),
+            fmt(percentile(l.plainPage, 99), 1),
+            fmt(median(l.plainFetch), 1),
+            fmt(percentile(l.plainFetch, 99), 1),
+            fmt(median(l.lookup) / median(l.plainPage), 1),
+            fmt(median(l.total) / median(l.plainFetch), 2),
+            fmt(median(l.lookupWarm), 1),
+          ],
     ),
   );
 
@@ -575,7 +728,11 @@ async function main(): Promise<void> {
     const last = measured[measured.length - 1]!;
     console.log(
       `read() median at ${size(last.logBytes)} / at ${size(first.logBytes)}: ${fmt(median(last.lookup) / median(first.lookup), 2)}x ` +
-        `(read+copy ${fmt(median(last.total) / median(first.total), 2)}x) for a log ${fmt(last.logBytes / first.logBytes)}x larger`,
+        `(read+copy ${fmt(median(last.total) / median(first.total), 2)}x) for a log ${fmt(last.logBytes / first.logBytes)}x larger; ` +
+        `plain 4 KiB pread ${fmt(median(last.plainPage) / median(first.plainPage), 2)}x, read() warm ${fmt(median(last.lookupWarm) / median(first.lookupWarm), 2)}x`,
+    );
+    console.log(
+      `read()/4K pread (medians): ${measured.map((l) => `${fmt(median(l.lookup) / median(l.plainPage), 1)} at ${size(l.logBytes)}`).join(', ')}`,
     );
   }
   if (mode.name === 'full' && measured.some((l) => l.logBytes > totalmem() / 2)) {
