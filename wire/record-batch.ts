@@ -343,6 +343,8 @@ export function scanRecordsFast(buf: Buffer, start: number, end: number, count: 
   let n = 0;
   // Each varint below is read inline when it takes one or two bytes (zigzag
   // values below 2^13 in magnitude: any length under 8 KiB), else by slowUVarint.
+  // The repetition is deliberate: the same loop written with small varint and
+  // skip-field helpers measured 21 ns per record against 12.5 ns inlined.
   for (let i = 0; i < count; i++) {
     if (pos >= end) return false;
     u = buf[pos]!;
