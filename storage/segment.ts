@@ -333,14 +333,20 @@ export class LogSegment {
       file.close();
       throw err;
     }
+    return LogSegment.withIndexes(fs, dir, baseOffset, config, file, false, nowMs);
+  }
+
+  /** A segment over `file` with its two indexes, read from disk when `load` is set. */
+  private static withIndexes(fs: Fs, dir: string, baseOffset: bigint, config: LogConfig, file: LogFile, load: boolean, nowMs: number): LogSegment {
+    const index = (suffix: string): string => join(dir, segmentFileName(baseOffset, suffix));
     return new LogSegment(
       fs,
       dir,
       baseOffset,
       config,
       file,
-      new OffsetIndex(fs, join(dir, segmentFileName(baseOffset, INDEX_SUFFIX)), baseOffset, config.segmentIndexBytes, false),
-      new TimeIndex(fs, join(dir, segmentFileName(baseOffset, TIME_INDEX_SUFFIX)), baseOffset, config.segmentIndexBytes, false),
+      new OffsetIndex(fs, index(INDEX_SUFFIX), baseOffset, config.segmentIndexBytes, load),
+      new TimeIndex(fs, index(TIME_INDEX_SUFFIX), baseOffset, config.segmentIndexBytes, load),
       nowMs,
     );
   }
@@ -350,16 +356,7 @@ export class LogSegment {
     const logPath = join(dir, segmentFileName(baseOffset, LOG_SUFFIX));
     const file = new LogFile(fs, logPath, fs.open(logPath, 'readWrite'));
     try {
-      const seg = new LogSegment(
-        fs,
-        dir,
-        baseOffset,
-        config,
-        file,
-        new OffsetIndex(fs, join(dir, segmentFileName(baseOffset, INDEX_SUFFIX)), baseOffset, config.segmentIndexBytes, true),
-        new TimeIndex(fs, join(dir, segmentFileName(baseOffset, TIME_INDEX_SUFFIX)), baseOffset, config.segmentIndexBytes, true),
-        nowMs,
-      );
+      const seg = LogSegment.withIndexes(fs, dir, baseOffset, config, file, true, nowMs);
       seg.size = file.size();
       return seg;
     } catch (err) {
