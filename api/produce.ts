@@ -87,13 +87,14 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
         if (outcome.kind === 'created') createdNow.add(topic.name);
         usable = outcome.kind === 'exists';
       }
+      const partitions = usable ? new Set(metadata.image().topics.get(topic.name)?.partitions.map((x) => x.partition)) : null;
       for (const p of topic.partitionData) {
-        if (!usable) {
+        if (!partitions) {
           partitionResponses.push(partitionResponse(p.index, appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)));
           continue;
         }
         // An unknown partition is reported before anything about its records, as Kafka does.
-        const hasPartition = metadata.image().topics.get(topic.name)?.partitions.some((x) => x.partition === p.index) ?? false;
+        const hasPartition = partitions.has(p.index);
         const records = p.records ?? EMPTY;
         const result = !hasPartition
           ? appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
