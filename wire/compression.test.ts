@@ -102,4 +102,35 @@ describe('decompression limits', () => {
     const zstd = Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0xc0, 0x58]), size]);
     expect(() => decompress(Compression.Zstd, zstd)).toThrow(/declares/);
   });
+
+  /** A zstd frame without a content size (descriptor 0, window descriptor 0x58) of hand-built blocks. */
+  function zstdFrame(blocks: Buffer[]): Buffer {
+    return Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58]), ...blocks]);
+  }
+  /** A block header (3 bytes, little-endian: last flag, type, size) and its payload. */
+  function zstdBlock(type: 'raw' | 'rle', content: Buffer | { byte: number; count: number }, last: boolean): Buffer {
+    const size = Buffer.isBuffer(content) ? content.length : content.count;
+    const header = (last ? 1 : 0) | ((type === 'raw' ? 0 : 1) << 1) | (size << 3);
+    const head = Buffer.from([header & 0xff, (header >> 8) & 0xff, (header >> 16) & 0xff]);
+    return Buffer.concat([head, Buffer.isBuffer(content) ? content : Buffer.from([content.byte])]);
+  }
+
+  it('reads zstd frames without a content size through their block headers', () => {
+    const frame = zstdFrame([zstdBlock('rle', { byte: 0x61, count: 10 }, false), zstdBlock('raw', Buffer.from('bc'), true)]);
+    expect(decompress(Compression.Zstd, frame).toString()).toBe('aaaaaaaaaabc');
+  });
+
+  it('refuses a zstd frame without a content size whose blocks expand past the limit, before decoding it', () => {
+    // 2,100 RLE blocks of 128 KiB each: 8 KiB of input standing for 275 MB.
+    const blocks = Array.from({ length: 2100 }, (_, i) => zstdBlock('rle', { byte: 0, count: 128 * 1024 }, i === 2099));
+    expect(() => decompress(Compression.Zstd, zstdFrame(blocks))).toThrow(/may expand past/);
+  });
+
+  it('refuses zstd frames cut inside a block header or with a reserved block type', () => {
+    const frame = zstdFrame([zstdBlock('raw', Buffer.from('abc'), true)]);
+    expect(() => decompress(Compression.Zstd, frame.subarray(0, 7))).toThrow();
+    const reserved = Buffer.from(frame);
+    reserved[6] = reserved[6]! | 0x06;
+    expect(() => decompress(Compression.Zstd, reserved)).toThrow(/reserved/);
+  });
 });

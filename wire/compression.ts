@@ -5,8 +5,9 @@
  */
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Decoder as ZstdDecoder, Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
-import { compressFrameSync, decompressFrameSync } from 'lz4-napi';
+import { compressFrameSync } from 'lz4-napi';
 import { compressSync as snappyCompress, uncompressSync as snappyUncompress } from 'snappy';
+import { decodeLz4Frame } from './lz4.js';
 
 /** The codec ids of the low three attribute bits, shared by every message format. */
 export enum Compression {
@@ -23,8 +24,6 @@ const XERIAL_MAGIC = Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00
 const XERIAL_HEADER_SIZE = 16;
 /** Uncompressed bytes per xerial block; Java's SnappyOutputStream default. */
 const XERIAL_BLOCK_SIZE = 32 * 1024;
-/** LZ4 frame magic 0x184D2204, little-endian as it appears on the wire. */
-const LZ4_FRAME_MAGIC = 0x184d2204;
 
 // One encoder and decoder each: they are only used synchronously, so never shared
 // between two calls at once.
@@ -51,8 +50,9 @@ export function compress(codec: Compression, data: Buffer): Buffer {
 /**
  * Largest decompressed payload accepted. A batch is at most max.message.bytes
  * compressed, but a hostile one could expand far beyond memory; real batches stay
- * well below this. gzip and snappy enforce it before allocating; LZ4 and zstd
- * enforce it when their frame declares its content size.
+ * well below this. Every codec enforces it before allocating: gzip and snappy
+ * through their libraries or declared lengths, LZ4 and zstd by a declared
+ * content size or, without one, a bound read off their block headers.
  */
 export const MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024;
 
@@ -65,13 +65,9 @@ export function decompress(codec: Compression, data: Buffer): Buffer {
     case Compression.Snappy:
       return snappyDecompress(data);
     case Compression.Lz4:
-      // The library reads a too-short buffer as an empty frame; a batch payload
-      // must at least carry the frame magic.
-      if (data.length < 7 || data.readUInt32LE(0) !== LZ4_FRAME_MAGIC) throw new Error('not an LZ4 frame');
-      checkDeclaredSize(lz4ContentSize(data));
-      return decompressFrameSync(data);
+      return decodeLz4Frame(data, MAX_DECOMPRESSED_BYTES);
     case Compression.Zstd:
-      checkDeclaredSize(zstdContentSize(data));
+      checkZstdBound(data);
       return (zstdDecoder ??= new ZstdDecoder()).decodeSync(data);
     default:
       throw new Error(`unknown compression codec ${codec as number}`);
@@ -98,24 +94,70 @@ function snappyLength(block: Buffer): number {
   throw new Error('bad snappy length');
 }
 
-/** Content size from an LZ4 frame descriptor, when its flag says it is present. */
-function lz4ContentSize(frame: Buffer): number | null {
-  const flags = frame[4]!;
-  if ((flags & 0x08) === 0 || frame.length < 14) return null;
-  return Number(frame.readBigUInt64LE(6));
+const ZSTD_MAGIC = 0xfd2fb528;
+/** Skippable frames carry magics 0x184D2A50 to 0x184D2A5F. */
+const ZSTD_SKIPPABLE_MASK = 0xfffffff0;
+const ZSTD_SKIPPABLE_MAGIC = 0x184d2a50;
+/** No zstd block regenerates more than this. */
+const ZSTD_BLOCK_MAX = 128 * 1024;
+
+/**
+ * Bounds what `data` (zstd frames, possibly several, possibly skippable ones)
+ * can decompress to by walking the frame and block headers, and throws when
+ * that bound, or a declared content size, passes MAX_DECOMPRESSED_BYTES. Raw
+ * and RLE blocks state their regenerated size; a compressed block regenerates
+ * at most 128 KiB. Real encoders fill their blocks, so the bound is close to
+ * the true size; only a hostile frame of many tiny blocks is refused early.
+ */
+function checkZstdBound(data: Buffer): void {
+  let at = 0;
+  let bound = 0;
+  while (at < data.length) {
+    if (data.length < at + 8) throw new Error('zstd frame is cut short');
+    const magic = data.readUInt32LE(at);
+    if ((magic & ZSTD_SKIPPABLE_MASK) >>> 0 === ZSTD_SKIPPABLE_MAGIC) {
+      at += 8 + data.readUInt32LE(at + 4);
+      continue;
+    }
+    if (magic !== ZSTD_MAGIC) throw new Error('not a zstd frame');
+    const descriptor = data[at + 4]!;
+    const fcsFlag = descriptor >> 6;
+    const singleSegment = (descriptor >> 5) & 1;
+    const hasChecksum = (descriptor >> 2) & 1;
+    const dictIdSize = [0, 1, 2, 4][descriptor & 3]!;
+    const fcsSize = fcsFlag === 0 ? singleSegment : [1, 2, 4, 8][fcsFlag]!;
+    let p = at + 5 + (singleSegment ? 0 : 1) + dictIdSize;
+    if (data.length < p + fcsSize) throw new Error('zstd frame header is cut short');
+    if (fcsSize > 0) checkDeclaredSize(zstdFrameContentSize(data, p, fcsSize));
+    p += fcsSize;
+    for (;;) {
+      if (data.length < p + 3) throw new Error('zstd block header is cut short');
+      const header = data[p]! | (data[p + 1]! << 8) | (data[p + 2]! << 16);
+      const last = header & 1;
+      const type = (header >> 1) & 3;
+      const size = header >>> 3;
+      p += 3;
+      if (type === 0) {
+        bound += size;
+        p += size;
+      } else if (type === 1) {
+        bound += size;
+        p += 1;
+      } else if (type === 2) {
+        bound += ZSTD_BLOCK_MAX;
+        p += size;
+      } else {
+        throw new Error('zstd block of the reserved type');
+      }
+      if (bound > MAX_DECOMPRESSED_BYTES) throw new Error(`zstd data may expand past ${MAX_DECOMPRESSED_BYTES} bytes`);
+      if (last) break;
+    }
+    at = p + hasChecksum * 4;
+  }
 }
 
-/** Frame_Content_Size from a zstd frame header, when present. */
-function zstdContentSize(frame: Buffer): number | null {
-  if (frame.length < 5 || frame.readUInt32LE(0) !== 0xfd2fb528) return null;
-  const descriptor = frame[4]!;
-  const fcsFlag = descriptor >> 6;
-  const singleSegment = (descriptor >> 5) & 1;
-  const dictIdFlag = descriptor & 3;
-  const at = 5 + (singleSegment ? 0 : 1) + [0, 1, 2, 4][dictIdFlag]!;
-  const fcsSize = fcsFlag === 0 ? singleSegment : [1, 2, 4, 8][fcsFlag]!;
-  if (fcsSize === 0 || frame.length < at + fcsSize) return null;
-  switch (fcsSize) {
+function zstdFrameContentSize(frame: Buffer, at: number, size: number): number {
+  switch (size) {
     case 1: return frame[at]!;
     case 2: return frame.readUInt16LE(at) + 256;
     case 4: return frame.readUInt32LE(at);
