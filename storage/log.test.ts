@@ -2,7 +2,7 @@ import { appendFileSync, existsSync, readFileSync, rmSync, statSync, truncateSyn
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
-import { buildBatch, readBatchHeader } from '../wire/record-batch.js';
+import { Compression, buildBatch, readBatchHeader } from '../wire/record-batch.js';
 import { seededRandom } from '../wire/seeded-random.js';
 import { FaultyFs } from './fs.js';
 import { logConfig } from './log-config.js';
@@ -584,4 +584,71 @@ describe('against a model (seeded)', () => {
       log.close();
     });
   }
+});
+
+describe('offsetForTimestamp, as Kafka answers ListOffsets by time', () => {
+  /** One batch whose record i has timestamps[i]. */
+  const timed = (timestamps: readonly bigint[], compression = Compression.None): Buffer =>
+    buildBatch({ records: timestamps.map((timestamp, i) => ({ value: `v${i}`.repeat(20), timestamp })), compression });
+
+  it('finds the record inside a batch, compressed or not', () => {
+    const log = open(tempDir(), small);
+    appendOk(log, timed([100n, 200n, 300n, 400n, 500n])); // 0..4
+    appendOk(log, timed([600n, 700n, 800n, 900n, 1000n], Compression.Gzip)); // 5..9
+    appendOk(log, timed([1100n, 1200n, 1300n, 1400n, 1500n], Compression.Lz4)); // 10..14
+    const cases: [bigint, { offset: bigint; timestamp: bigint } | null][] = [
+      [250n, { offset: 2n, timestamp: 300n }],
+      [750n, { offset: 7n, timestamp: 800n }],
+      [900n, { offset: 8n, timestamp: 900n }],
+      [1001n, { offset: 10n, timestamp: 1100n }],
+      [1350n, { offset: 13n, timestamp: 1400n }],
+      [1501n, null],
+    ];
+    for (const [target, want] of cases) expect(log.offsetForTimestamp(target), `target ${target}`).toEqual(want);
+  });
+
+  it('takes the first record in offset order, not the nearest timestamp', () => {
+    const log = open(tempDir(), small);
+    appendOk(log, timed([100n, 300n, 50n, 200n], Compression.Gzip)); // 0..3
+    expect(log.offsetForTimestamp(150n)).toEqual({ offset: 1n, timestamp: 300n });
+    expect(log.offsetForTimestamp(301n)).toBeNull();
+  });
+
+  it('gives every record of a LogAppendTime batch the time the log appended it', () => {
+    const now = 5000;
+    const log = open(tempDir(), logConfig({ messageTimestampType: 'LogAppendTime' }), { now: () => now });
+    appendOk(log, timed([100n, 200n, 300n], Compression.Gzip)); // 0..2, max timestamp 5000
+    appendOk(log, timed([100n, 200n, 300n])); // 3..5, max timestamp 5000
+    expect(log.offsetForTimestamp(150n)).toEqual({ offset: 0n, timestamp: 5000n });
+    expect(log.offsetForTimestamp(5000n)).toEqual({ offset: 0n, timestamp: 5000n });
+    expect(log.offsetForTimestamp(5001n)).toBeNull();
+  });
+
+  it('searches only the first segment whose largest timestamp reaches the target, from the log start', () => {
+    const log = open(tempDir(), small);
+    appendOk(log, timed([5000n, 5001n, 100n, 101n, 102n])); // 0..4
+    log.roll();
+    appendOk(log, timed([9000n])); // 5
+    log.updateHighWatermark(log.logEndOffset);
+    log.deleteRecordsBefore(2n);
+    // Segment 0 reaches 4000, but only below the log start: Kafka answers nothing, not offset 5.
+    expect(log.offsetForTimestamp(4000n)).toBeNull();
+    expect(log.offsetForTimestamp(101n)).toEqual({ offset: 3n, timestamp: 101n });
+    expect(log.offsetForTimestamp(6000n)).toEqual({ offset: 5n, timestamp: 9000n });
+  });
+
+  it('judges a segment whose records carry no timestamp by its last append time', () => {
+    let now = 50_000;
+    const log = open(tempDir(), small, { now: () => now });
+    appendOk(log, timed([-1n, -1n])); // 0..1, no timestamps
+    log.roll();
+    now = 60_000;
+    appendOk(log, timed([1000n, 2000n])); // 2..3
+    // Segment 0 counts as 50000: it is searched for 1500 and holds no such record.
+    expect(log.offsetForTimestamp(1500n)).toBeNull();
+    expect(log.offsetForTimestamp(50_001n)).toBeNull();
+    now = 70_000;
+    appendOk(log, timed([60_000n])); // 4
+    expect(log.offsetForTimestamp(50_001n)).toEqual({ offset: 4n, timestamp: 60_000n });
+  });
 });

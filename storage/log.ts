@@ -25,12 +25,13 @@ import {
   type FileRange,
   LOG_SUFFIX,
   LogSegment,
+  type TimestampAndOffset,
   parseSegmentFileName,
   readRanges,
   segmentFileName,
 } from './segment.js';
 
-export { type AppendedBatch, type FileRange, readRanges } from './segment.js';
+export { type AppendedBatch, CorruptRecordError, type FileRange, type TimestampAndOffset, readRanges } from './segment.js';
 
 export const CLEAN_SHUTDOWN_FILE = '.clean-shutdown';
 
@@ -367,20 +368,29 @@ export class PartitionLog {
   }
 
   /**
-   * The earliest offset at or after the log start whose record timestamp is
-   * at least `timestamp` (ListOffsets by time), or null when every record is
-   * older. The first segment whose max timestamp reaches it is searched
-   * through its time index, then its offset index.
+   * ListOffsets by time, as Kafka's UnifiedLog answers it: the first record,
+   * in offset order and at or after the log start, whose timestamp is at
+   * least `timestamp`, with that record's timestamp (a LogAppendTime batch's
+   * max timestamp for each of its records); null when there is none. The
+   * special targets (-1 latest, -2 earliest, ...) are the caller's.
    *
-   * Example: records at offsets 0, 1, 2 with timestamps 100, 200, 300:
-   * offsetForTimestamp(150n) -> { offset: 1n, timestamp: 200n };
-   * offsetForTimestamp(301n) -> null.
+   * Like Kafka, only the first segment whose largest timestamp (its max batch
+   * timestamp, or its last-modified time when no batch carries one) reaches
+   * `timestamp` is searched, so when that segment holds no such record at or
+   * after the log start (say its only later records sit below the log start)
+   * the answer is null even if a later segment has one.
+   *
+   * Example: records at offsets 0, 1, 2 with timestamps 100, 200, 300, in one
+   * batch, compressed or not: offsetForTimestamp(150n) -> { offset: 1n,
+   * timestamp: 200n }; offsetForTimestamp(301n) -> null. Had the batch
+   * LogAppendTime 500: offsetForTimestamp(150n) -> { offset: 0n, timestamp: 500n }.
+   * Throws CorruptRecordError when the batch holding the answer does not decode.
    */
-  offsetForTimestamp(timestamp: bigint): { offset: bigint; timestamp: bigint } | null {
+  offsetForTimestamp(timestamp: bigint): TimestampAndOffset | null {
     for (let i = this.segmentIndexFor(this._logStartOffset); i < this.segments.length; i++) {
       const seg = this.segments[i]!;
-      const found = seg.findOffsetByTimestamp(timestamp, this._logStartOffset);
-      if (found) return found;
+      const reaches = seg.maxTimestamp >= 0n ? seg.maxTimestamp >= timestamp : seg.lastModifiedMs >= timestamp;
+      if (reaches) return seg.findOffsetByTimestamp(timestamp, this._logStartOffset);
     }
     return null;
   }

@@ -2,11 +2,21 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LAST_OFFSET_DELTA, buildBatch } from '../wire/record-batch.js';
+import { ErrorCode } from '../wire/errors.js';
+import {
+  BATCH_HEADER_SIZE,
+  Compression,
+  LAST_OFFSET_DELTA,
+  MAX_TIMESTAMP,
+  RECORD_COUNT,
+  buildBatch,
+  readBatchHeader,
+  writeBatchCrc,
+} from '../wire/record-batch.js';
 import { seededRandom } from '../wire/seeded-random.js';
 import { type Fs, nodeFs } from './fs.js';
 import { type LogConfig, logConfig } from './log-config.js';
-import { type AppendedBatch, BatchCursor, type FileRange, LogSegment, readRanges } from './segment.js';
+import { type AppendedBatch, BatchCursor, CorruptRecordError, type FileRange, LogSegment, readRanges } from './segment.js';
 
 const dirs: string[] = [];
 const segments: LogSegment[] = [];
@@ -258,3 +268,107 @@ function lastBatchStart(bytes: Buffer): number {
     at = next;
   }
 }
+
+/** One batch at `baseOffset` whose record i has timestamps[i]; with `logAppendTime`, the broker's time replaces the max timestamp. */
+function timedBatch(
+  baseOffset: bigint,
+  timestamps: readonly bigint[],
+  opts: { compression?: Compression; logAppendTime?: bigint } = {},
+): Buffer {
+  const b = buildBatch({
+    baseOffset,
+    records: timestamps.map((timestamp, i) => ({ key: `k${i}`, value: `value ${i} `.repeat(8), timestamp })),
+    compression: opts.compression ?? Compression.None,
+    logAppendTime: opts.logAppendTime !== undefined,
+  });
+  if (opts.logAppendTime !== undefined) {
+    b.writeBigInt64BE(opts.logAppendTime, MAX_TIMESTAMP);
+    writeBatchCrc(b, 0, b.length);
+  }
+  return b;
+}
+
+/** Appends whole batches as the log would after validation; returns each one's position. */
+function appendBatches(seg: LogSegment, batches: readonly Buffer[]): number[] {
+  return batches.map((bytes) => {
+    const h = readBatchHeader(bytes);
+    const last = h.baseOffset + BigInt(h.lastOffsetDelta);
+    const position = seg.size;
+    seg.append(bytes, [{ baseOffset: h.baseOffset, lastOffset: last, maxTimestamp: h.maxTimestamp, position: 0, size: bytes.length }], last);
+    return position;
+  });
+}
+
+describe('LogSegment.findOffsetByTimestamp (Kafka FileRecords.searchForTimestamp)', () => {
+  const codecs = [Compression.None, Compression.Gzip, Compression.Snappy, Compression.Lz4, Compression.Zstd];
+  // Batches 0..4 (timestamps 10..14), 5..9 (listed per case), 10..11 (900, 901).
+  const cases: {
+    name: string;
+    middle: bigint[];
+    logAppendTime?: bigint;
+    target: bigint;
+    minOffset?: bigint;
+    want: { offset: bigint; timestamp: bigint } | null;
+  }[] = [
+    { name: 'target between records, mid-batch', middle: [100n, 200n, 300n, 400n, 500n], target: 250n, want: { offset: 7n, timestamp: 300n } },
+    { name: 'target equal to a record', middle: [100n, 200n, 300n, 400n, 500n], target: 400n, want: { offset: 8n, timestamp: 400n } },
+    { name: 'target at or below the first record', middle: [100n, 200n, 300n, 400n, 500n], target: 15n, want: { offset: 5n, timestamp: 100n } },
+    { name: 'last record of the batch', middle: [100n, 200n, 300n, 400n, 500n], target: 450n, want: { offset: 9n, timestamp: 500n } },
+    { name: 'past the batch: the next one', middle: [100n, 200n, 300n, 400n, 500n], target: 501n, want: { offset: 10n, timestamp: 900n } },
+    { name: 'past every record', middle: [100n, 200n, 300n, 400n, 500n], target: 902n, want: null },
+    // Offset order, not the nearest timestamp: 300 at offset 6 comes before 200 at offset 8.
+    { name: 'timestamps out of order', middle: [100n, 300n, 50n, 200n, 120n], target: 150n, want: { offset: 6n, timestamp: 300n } },
+    { name: 'out of order, from minOffset', middle: [100n, 300n, 50n, 200n, 120n], target: 150n, minOffset: 7n, want: { offset: 8n, timestamp: 200n } },
+    { name: 'out of order, none at or after minOffset in the batch', middle: [100n, 300n, 50n, 200n, 120n], target: 250n, minOffset: 7n, want: { offset: 10n, timestamp: 900n } },
+    // Every record of a LogAppendTime batch carries the batch's max timestamp.
+    { name: 'LogAppendTime: the first record at or after minOffset', middle: [100n, 200n, 300n, 400n, 500n], logAppendTime: 700n, target: 250n, want: { offset: 5n, timestamp: 700n } },
+    { name: 'LogAppendTime, from minOffset', middle: [100n, 200n, 300n, 400n, 500n], logAppendTime: 700n, target: 250n, minOffset: 8n, want: { offset: 8n, timestamp: 700n } },
+    { name: 'LogAppendTime below the target', middle: [100n, 200n, 300n, 400n, 500n], logAppendTime: 700n, target: 701n, want: { offset: 10n, timestamp: 900n } },
+  ];
+  for (const compression of codecs) {
+    for (const c of cases) {
+      it(`${Compression[compression]}: ${c.name}`, () => {
+        const seg = newSegment(logConfig({ indexIntervalBytes: 1 }));
+        appendBatches(seg, [
+          timedBatch(0n, [10n, 11n, 12n, 13n, 14n], { compression }),
+          timedBatch(5n, c.middle, { compression, logAppendTime: c.logAppendTime }),
+          timedBatch(10n, [900n, 901n], { compression }),
+        ]);
+        expect(seg.findOffsetByTimestamp(c.target, c.minOffset ?? 0n)).toEqual(c.want);
+      });
+    }
+  }
+
+  it('decodes only the batch holding the answer, and reports one that does not decode', () => {
+    const seg = newSegment(logConfig({ indexIntervalBytes: 1 }));
+    const first = timedBatch(0n, [10n, 11n, 12n], { compression: Compression.Gzip });
+    const second = timedBatch(3n, [100n, 200n, 300n], { compression: Compression.Gzip });
+    const third = timedBatch(6n, [400n, 500n], { compression: Compression.Gzip });
+    // Ruin the compressed payload of the first and third batches; their headers stay sound.
+    first.fill(0x55, BATCH_HEADER_SIZE + 10);
+    third.fill(0x55, BATCH_HEADER_SIZE + 10);
+    appendBatches(seg, [first, second, third]);
+    expect(seg.findOffsetByTimestamp(150n, 0n)).toEqual({ offset: 4n, timestamp: 200n });
+    let err: unknown;
+    try {
+      seg.findOffsetByTimestamp(450n, 0n);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(CorruptRecordError);
+    expect((err as CorruptRecordError).errorCode).toBe(ErrorCode.CORRUPT_MESSAGE);
+    expect((err as Error).message).toMatch(/batch at \d+: cannot decompress/);
+    // The segment goes on answering.
+    expect(seg.findOffsetByTimestamp(250n, 0n)).toEqual({ offset: 5n, timestamp: 300n });
+    expect(seg.findOffsetByTimestamp(501n, 0n)).toBeNull();
+  });
+
+  it('reports a batch whose record count disagrees with its records', () => {
+    const seg = newSegment(logConfig({ indexIntervalBytes: 1 }));
+    const bad = timedBatch(0n, [100n, 200n, 300n]);
+    bad.writeInt32BE(4, RECORD_COUNT);
+    writeBatchCrc(bad, 0, bad.length);
+    appendBatches(seg, [bad]);
+    expect(() => seg.findOffsetByTimestamp(150n, 0n)).toThrow(CorruptRecordError);
+  });
+});

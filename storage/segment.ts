@@ -9,20 +9,19 @@
  * accounts for.
  */
 import { join } from 'node:path';
+import { ErrorCode } from '../wire/errors.js';
 import {
   ATTRIBUTES,
   BASE_TIMESTAMP,
   BATCH_HEADER_SIZE,
   BATCH_LENGTH,
-  COMPRESSION_MASK,
   LAST_OFFSET_DELTA,
   LOG_OVERHEAD,
   MAGIC,
   MAX_TIMESTAMP,
-  RECORDS,
-  RECORD_COUNT,
   TIMESTAMP_TYPE_LOG_APPEND,
   batchCrcValid,
+  decodeRecords,
 } from '../wire/record-batch.js';
 import { type Fs, readFully, writeFully } from './fs.js';
 import type { LogConfig } from './log-config.js';
@@ -265,6 +264,25 @@ export interface BatchLocation {
   size: number;
   baseOffset: bigint;
   lastOffset: bigint;
+}
+
+/** A record found by timestamp (Kafka's FileRecords.TimestampAndOffset, without the leader epoch). */
+export interface TimestampAndOffset {
+  offset: bigint;
+  timestamp: bigint;
+}
+
+/**
+ * Stored batches that cannot be read (Kafka's CorruptRecordException). Only
+ * the operation fails: the partition answers CORRUPT_MESSAGE and the log
+ * stays online, unlike a StorageError.
+ */
+export class CorruptRecordError extends Error {
+  readonly errorCode = ErrorCode.CORRUPT_MESSAGE;
+  constructor(message: string) {
+    super(message);
+    this.name = 'CorruptRecordError';
+  }
 }
 
 const INT32_MAX = 0x7fffffffn;
@@ -629,21 +647,55 @@ export class LogSegment {
   }
 
   /**
-   * The earliest record at or after `minOffset` whose timestamp is at least
-   * `timestamp`, or null when the segment has none. Records of an
-   * uncompressed batch are walked for the exact offset; for a compressed
-   * batch the batch's first offset at or after `minOffset` is the answer.
+   * Kafka's LogSegment.findOffsetByTimestamp: the first record, in offset
+   * order, at or after `minOffset` whose timestamp is at least `timestamp`,
+   * or null when the segment has none. The time index gives a batch to start
+   * from; batch headers are walked from there, and only a batch whose max
+   * timestamp reaches `timestamp` is read whole and decoded (decompressed if
+   * need be) for its records. A record of a LogAppendTime batch carries the
+   * batch's max timestamp. Stored bytes that do not decode throw
+   * CorruptRecordError; the segment stays usable.
+   *
+   * Example: one batch at offsets 10..12 with record timestamps 100, 300, 200:
+   * findOffsetByTimestamp(150n, 0n) -> { offset: 11n, timestamp: 300n };
+   * findOffsetByTimestamp(150n, 12n) -> { offset: 12n, timestamp: 200n };
+   * findOffsetByTimestamp(301n, 0n) -> null. The same batch appended with
+   * LogAppendTime 500: findOffsetByTimestamp(150n, 0n) -> { offset: 10n, timestamp: 500n }.
    */
-  findOffsetByTimestamp(timestamp: bigint, minOffset: bigint): { offset: bigint; timestamp: bigint } | null {
+  findOffsetByTimestamp(timestamp: bigint, minOffset: bigint): TimestampAndOffset | null {
     if (this.maxTimestamp < timestamp) return null;
     const hint = this.timeIndex.lookup(timestamp);
     const startOffset = hint && hint.offset > minOffset ? hint.offset : minOffset;
     const from = this.offsetIndex.lookup(startOffset);
-    const cursor = new BatchCursor(this.file, from.position, this.size, true);
+    const cursor = new BatchCursor(this.file, from.position, this.size, false);
     while (cursor.next()) {
       if (cursor.lastOffset < minOffset || cursor.maxTimestamp < timestamp) continue;
-      const exact = firstRecordAtOrAfter(cursor.buf, cursor.at, cursor.size, timestamp, minOffset);
-      if (exact) return exact;
+      const found = this.firstRecordAtOrAfter(cursor.position, cursor.size, timestamp, minOffset);
+      if (found) return found;
+    }
+    if (cursor.problem) throw new CorruptRecordError(`${this.file.path}: ${cursor.problem}`);
+    return null;
+  }
+
+  /**
+   * Reads the batch at `position` and returns its first record (in offset
+   * order, as Kafka iterates) with offset >= minOffset and timestamp >= target.
+   */
+  private firstRecordAtOrAfter(position: number, size: number, target: bigint, minOffset: bigint): TimestampAndOffset | null {
+    const batch = Buffer.allocUnsafe(size);
+    if (this.file.read(batch, 0, size, position) !== size) {
+      throw new CorruptRecordError(`${this.file.path}: file ends inside the batch at ${position}`);
+    }
+    const decoded = decodeRecords(batch);
+    if (!decoded.ok) throw new CorruptRecordError(`${this.file.path}: batch at ${position}: ${decoded.error}`);
+    const baseOffset = batch.readBigInt64BE(0);
+    const baseTimestamp = batch.readBigInt64BE(BASE_TIMESTAMP);
+    const logAppendTime = (batch.readInt16BE(ATTRIBUTES) & TIMESTAMP_TYPE_LOG_APPEND) !== 0;
+    const maxTimestamp = batch.readBigInt64BE(MAX_TIMESTAMP);
+    for (const record of decoded.records) {
+      const offset = baseOffset + BigInt(record.offsetDelta);
+      const ts = logAppendTime ? maxTimestamp : baseTimestamp + record.timestampDelta;
+      if (ts >= target && offset >= minOffset) return { offset, timestamp: ts };
     }
     return null;
   }
@@ -699,50 +751,4 @@ export class LogSegment {
     this.offsetIndex.delete();
     this.timeIndex.delete();
   }
-}
-
-/**
- * Walks the records of one batch for the first with offset >= minOffset and
- * timestamp >= target. Compressed records are not decoded.
- */
-function firstRecordAtOrAfter(
-  buf: Buffer,
-  at: number,
-  size: number,
-  target: bigint,
-  minOffset: bigint,
-): { offset: bigint; timestamp: bigint } | null {
-  const baseOffset = buf.readBigInt64BE(at);
-  const attributes = buf.readInt16BE(at + ATTRIBUTES);
-  const maxTimestamp = buf.readBigInt64BE(at + MAX_TIMESTAMP);
-  if ((attributes & COMPRESSION_MASK) !== 0 || (attributes & TIMESTAMP_TYPE_LOG_APPEND) !== 0) {
-    // Every record of a LogAppendTime batch carries the max timestamp.
-    return { offset: baseOffset > minOffset ? baseOffset : minOffset, timestamp: maxTimestamp };
-  }
-  const baseTimestamp = buf.readBigInt64BE(at + BASE_TIMESTAMP);
-  const count = buf.readInt32BE(at + RECORD_COUNT);
-  const end = at + size;
-  const v = { pos: at + RECORDS };
-  for (let i = 0; i < count && v.pos < end; i++) {
-    const length = Number(readVarlong(buf, v));
-    const next = v.pos + length;
-    v.pos += 1; // record attributes
-    const ts = baseTimestamp + readVarlong(buf, v);
-    const offset = baseOffset + readVarlong(buf, v);
-    if (offset >= minOffset && ts >= target) return { offset, timestamp: ts };
-    v.pos = next;
-  }
-  return null;
-}
-
-function readVarlong(buf: Buffer, v: { pos: number }): bigint {
-  let raw = 0n;
-  let shift = 0n;
-  for (;;) {
-    const b = buf[v.pos++]!;
-    raw |= BigInt(b & 0x7f) << shift;
-    if ((b & 0x80) === 0) break;
-    shift += 7n;
-  }
-  return (raw >> 1n) ^ -(raw & 1n);
 }
