@@ -2,7 +2,18 @@ import { cpSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Compression } from '../wire/compression.js';
-import { type BuildRecord, CONTROL, buildBatch, decodeRecords, readBatchHeader } from '../wire/record-batch.js';
+import {
+  ATTRIBUTES,
+  type BuildRecord,
+  CONTROL,
+  DELETE_HORIZON,
+  TIMESTAMP_TYPE_LOG_APPEND,
+  buildBatch,
+  decodeRecords,
+  deleteHorizonMs,
+  readBatchHeader,
+  writeBatchCrc,
+} from '../wire/record-batch.js';
 import { seededRandom } from '../wire/seeded-random.js';
 import { LogCleaner } from './cleaner.js';
 import { FaultyFs } from './fs.js';
@@ -25,23 +36,39 @@ interface Stored {
   offset: bigint;
   key: string;
   value: string | null;
+  /** As a consumer reads it: baseTimestamp + timestampDelta, or the batch's LogAppendTime. */
+  timestamp: bigint;
 }
 
-/** Every record the log serves from its start, in order, with the batches' base offsets. */
-function readAll(log: PartitionLog): { records: Stored[]; batches: { base: bigint; last: bigint; codec: number }[] } {
+/**
+ * Every record the log serves from its start, in order, with the batches' base
+ * offsets, and the delete horizon of each record whose batch carries one.
+ */
+function readAll(log: PartitionLog): { records: Stored[]; batches: { base: bigint; last: bigint; codec: number }[]; horizons: Map<bigint, bigint> } {
   const records: Stored[] = [];
   const batches: { base: bigint; last: bigint; codec: number }[] = [];
+  const horizons = new Map<bigint, bigint>();
   for (const { header: h, bytes } of servedBatches(log)) {
     batches.push({ base: h.baseOffset, last: h.baseOffset + BigInt(h.lastOffsetDelta), codec: h.attributes & 7 });
     const d = decodeRecords(bytes);
     if (!d.ok) throw new Error(d.error);
+    const horizon = deleteHorizonMs(bytes);
     if ((h.attributes & CONTROL) === 0) {
       for (const r of d.records) {
-        records.push({ offset: h.baseOffset + BigInt(r.offsetDelta), key: r.key!.toString(), value: r.value?.toString() ?? null });
+        const offset = h.baseOffset + BigInt(r.offsetDelta);
+        const timestamp = (h.attributes & TIMESTAMP_TYPE_LOG_APPEND) !== 0 ? h.maxTimestamp : h.baseTimestamp + r.timestampDelta;
+        records.push({ offset, key: r.key!.toString(), value: r.value?.toString() ?? null, timestamp });
+        if (horizon !== null) horizons.set(offset, horizon);
       }
     }
   }
-  return { records, batches };
+  return { records, batches, horizons };
+}
+
+/** The batch holding `offset`, as served. */
+function batchAt(log: PartitionLog, offset: bigint): { header: ReturnType<typeof readBatchHeader>; bytes: Buffer } {
+  for (const b of servedBatches(log)) if (b.header.baseOffset <= offset && offset <= b.header.baseOffset + BigInt(b.header.lastOffsetDelta)) return b;
+  throw new Error(`no batch holds ${offset}`);
 }
 
 const values = (log: PartitionLog) => readAll(log).records.map((r) => `${r.key}@${r.offset}=${r.value}`);
@@ -101,19 +128,115 @@ describe('LogCleaner worked examples', () => {
     expect(values(log)).toEqual(['a@3=4', 'a@4=5', 'a@5=6']);
   });
 
-  it('keeps a tombstone until its segment is older than delete.retention.ms, then drops it', () => {
+  it('keeps a tombstone for delete.retention.ms after the first pass that keeps it, stamping the delete horizon on its batch', () => {
     const log = open(tempDir(), compact({ deleteRetentionMs: 1000 }));
-    append(log, [['a', '1'], ['b', '1']], 5000n);
-    append(log, [['a', null]], 6000n);
+    append(log, [['a', '1'], ['b', '1']], 1000n);
+    // Older than delete.retention.ms already, but no pass has kept it yet: a consumer may not have seen it.
+    append(log, [['a', null]], 2000n);
     log.roll();
     log.updateHighWatermark(3n);
     const cleaner = new LogCleaner(log);
-    cleaner.cleanAll(6500);
+    expect(cleaner.cleanAll(10_000)).toBe(1);
     expect(values(log)).toEqual(['b@1=1', 'a@2=null']);
-    expect(cleaner.cleanAll(7000)).toBe(0); // 7000 - 6000 is not more than 1000
-    expect(cleaner.cleanAll(7001)).toBe(1); // no dirty data, but the tombstone came due
-    expect(values(log)).toEqual(['b@1=1']);
+
+    // The tombstone's batch: horizon bit set, baseTimestamp = now + delete.retention.ms,
+    // the record's timestamp (base + delta) and the batch's maxTimestamp unchanged.
+    const tomb = batchAt(log, 2n);
+    expect(tomb.header.attributes & DELETE_HORIZON).toBe(DELETE_HORIZON);
+    expect(tomb.header.baseTimestamp).toBe(11_000n);
+    expect(deleteHorizonMs(tomb.bytes)).toBe(11_000n);
+    expect(tomb.header.maxTimestamp).toBe(2000n);
+    expect(readAll(log).records.find((r) => r.offset === 2n)).toEqual({ offset: 2n, key: 'a', value: null, timestamp: 2000n });
+    // A batch without a tombstone gets no horizon, even when rebuilt (a@0 went from this one).
+    expect(deleteHorizonMs(batchAt(log, 1n).bytes)).toBeNull();
+    // ListOffsets by time walks the records by base + delta and still finds the tombstone at its own time.
+    expect(log.offsetForTimestamp(1500n)).toEqual({ offset: 2n, timestamp: 2000n });
+
+    // A pass before the horizon keeps the tombstone and its batch byte for byte: no second stamp.
+    const stampedBytes = Buffer.from(tomb.bytes);
+    append(log, [['c', '1']], 10_500n);
+    log.roll();
+    log.updateHighWatermark(4n);
+    expect(cleaner.cleanAll(10_999)).toBe(1);
+    expect(values(log)).toEqual(['b@1=1', 'a@2=null', 'c@3=1']);
+    expect(batchAt(log, 2n).bytes.equals(stampedBytes)).toBe(true);
+    expect(cleaner.step(10_999)).toBe('idle');
+
+    // From the horizon on, a pass is due without dirty data, and it drops the tombstone.
+    expect(cleaner.cleanAll(11_000)).toBe(1);
+    expect(values(log)).toEqual(['b@1=1', 'c@3=1']);
     expect(cleaner.step(1e9)).toBe('idle');
+  });
+
+  it('stamps a compressed batch with its codec and other records kept, and a later rebuild keeps the horizon', () => {
+    const log = open(tempDir(), compact({ deleteRetentionMs: 1000 }));
+    append(log, [['a', '1'], ['b', null], ['c', '1']], 5000n, Compression.Gzip);
+    append(log, [['x', '1']], 5000n);
+    log.roll();
+    log.updateHighWatermark(4n);
+    const cleaner = new LogCleaner(log);
+    cleaner.cleanAll(10_000);
+    const all = () => readAll(log).records.map((r) => `${r.key}@${r.offset}=${r.value}/${r.timestamp}`);
+    expect(all()).toEqual(['a@0=1/5000', 'b@1=null/5000', 'c@2=1/5000', 'x@3=1/5000']);
+    let batch = batchAt(log, 0n);
+    expect([batch.header.attributes & 7, deleteHorizonMs(batch.bytes), batch.header.lastOffsetDelta]).toEqual([Compression.Gzip, 11_000n, 2]);
+    expect(deleteHorizonMs(batchAt(log, 3n).bytes)).toBeNull();
+
+    // a@0 is superseded: the batch is rebuilt without it, keeping its horizon (Kafka does not restamp).
+    append(log, [['a', '2']], 10_200n);
+    log.roll();
+    log.updateHighWatermark(5n);
+    cleaner.cleanAll(10_500);
+    expect(all()).toEqual(['b@1=null/5000', 'c@2=1/5000', 'x@3=1/5000', 'a@4=2/10200']);
+    expect(deleteHorizonMs(batchAt(log, 1n).bytes)).toBe(11_000n);
+
+    // At the horizon the tombstone goes; what is left of the batch still carries the horizon, as in Kafka.
+    cleaner.cleanAll(11_000);
+    expect(all()).toEqual(['c@2=1/5000', 'x@3=1/5000', 'a@4=2/10200']);
+    batch = batchAt(log, 2n);
+    expect([batch.header.baseOffset, batch.header.lastOffsetDelta, batch.header.attributes & 7, deleteHorizonMs(batch.bytes)]).toEqual([0n, 2, Compression.Gzip, 11_000n]);
+  });
+
+  it('like Kafka, trusts a horizon bit a producer set itself: such a tombstone goes at the first pass past its baseTimestamp', () => {
+    // Kafka's LogValidator neither refuses nor clears the bit (its in-place path keeps the attributes).
+    const log = open(tempDir(), compact({ deleteRetentionMs: 1_000_000 }));
+    append(log, [['a', '1']], 1000n);
+    const batch = buildBatch({ records: [{ key: 'a', value: null, timestamp: 2000n }] });
+    batch.writeInt16BE(batch.readInt16BE(ATTRIBUTES) | DELETE_HORIZON, ATTRIBUTES);
+    writeBatchCrc(batch, 0, batch.length);
+    const r = log.append(batch, 0);
+    if (!r.ok) throw new Error(r.message);
+    expect(deleteHorizonMs(batchAt(log, 1n).bytes)).toBe(2000n);
+    log.roll();
+    log.updateHighWatermark(2n);
+    new LogCleaner(log).cleanAll(10_000);
+    expect(values(log)).toEqual([]);
+  });
+
+  it('resumes from a checkpointed first dirty offset, which counts from the log start and is not trusted past the log end', () => {
+    const log = open(tempDir(), compact());
+    append(log, [['a', '1'], ['b', '1']]);
+    log.roll();
+    append(log, [['a', '2']]);
+    log.roll();
+    log.updateHighWatermark(3n);
+    const first = new LogCleaner(log);
+    first.cleanAll(10_000);
+    expect(first.firstDirtyOffset).toBe(3n);
+
+    // What the LogManager hands a cleaner after a restart: nothing is dirty, so no pass.
+    const resumed = new LogCleaner(log, 3n);
+    expect(resumed.firstDirtyOffset).toBe(3n);
+    expect(resumed.step(10_000)).toBe('idle');
+    // Without it, the whole log is dirty again.
+    expect(new LogCleaner(log).step(10_000)).toBe('mapped');
+    // Past the log end (data lost at its end): the whole log is dirty again.
+    const past = new LogCleaner(log, 99n);
+    expect(past.firstDirtyOffset).toBe(0n);
+    expect(past.step(10_000)).toBe('mapped');
+    // Below the log start: counted from the log start.
+    expect(log.deleteRecordsBefore(2n)).toEqual({ ok: true, lowWatermark: 2n });
+    expect(new LogCleaner(log, 1n).firstDirtyOffset).toBe(2n);
   });
 
   it('keeps control batches as they are', () => {
@@ -333,8 +456,12 @@ describe('LogCleaner against a model (seeded)', () => {
       const keys = 3 + int(10);
       const codecs = [Compression.None, Compression.Gzip, Compression.Snappy, Compression.Lz4, Compression.Zstd];
 
+      /** Delete horizon of each tombstone seen in a stamped batch, by offset. */
+      const seenHorizons = new Map<bigint, bigint>();
+      let shown = new Set<bigint>();
+
       const check = () => {
-        const { records } = readAll(log);
+        const { records, horizons } = readAll(log);
         for (let i = 0; i < records.length; i++) {
           expect(records[i]).toEqual(appended.get(records[i]!.offset));
           if (i > 0) expect(records[i]!.offset).toBeGreaterThan(records[i - 1]!.offset);
@@ -344,10 +471,28 @@ describe('LogCleaner against a model (seeded)', () => {
         const got = new Map<string, Stored>();
         for (const r of records) got.set(r.key, r);
         for (const [key, want] of model) {
-          // A key's latest record survives, unless it is a tombstone that was dropped.
-          if (want.value === null && !got.has(key)) continue;
+          // A key's latest record survives, unless it is a tombstone that was dropped:
+          // only from its delete horizon on, or, if it was stamped and dropped between
+          // two checks, at least delete.retention.ms after it was written.
+          if (want.value === null && !got.has(key)) {
+            if (shown.has(want.offset)) {
+              const h = seenHorizons.get(want.offset);
+              if (h !== undefined) expect(BigInt(now)).toBeGreaterThanOrEqual(h);
+              else expect(BigInt(now) - want.timestamp).toBeGreaterThanOrEqual(BigInt(config.deleteRetentionMs));
+            }
+            continue;
+          }
           expect(got.get(key), key).toEqual(want);
         }
+        // A horizon, once stamped, never moves; every tombstone below the cleaned point is stamped.
+        for (const r of records) {
+          const h = horizons.get(r.offset);
+          if (r.value !== null || (h === undefined && r.offset >= cleaner.firstDirtyOffset)) continue;
+          expect(h, `tombstone ${r.key}@${r.offset} below ${cleaner.firstDirtyOffset}`).toBeDefined();
+          expect(seenHorizons.get(r.offset) ?? h).toBe(h);
+          seenHorizons.set(r.offset, h!);
+        }
+        shown = new Set(records.map((r) => r.offset));
         // Below the cleaned point, each key appears at most once.
         const seen = new Set<string>();
         for (const r of records) {
@@ -365,7 +510,7 @@ describe('LogCleaner against a model (seeded)', () => {
           const recs: KV[] = Array.from({ length: n }, () => [`k${int(keys)}`, int(8) === 0 ? null : `v${step}-${int(1000)}`]);
           const first = log.logEndOffset;
           append(log, recs, BigInt(now), codecs[int(codecs.length)]!);
-          recs.forEach(([key, value], i) => appended.set(first + BigInt(i), { offset: first + BigInt(i), key, value }));
+          recs.forEach(([key, value], i) => appended.set(first + BigInt(i), { offset: first + BigInt(i), key, value, timestamp: BigInt(now) }));
         } else if (op < 65) {
           log.roll();
         } else if (op < 75) {

@@ -10,20 +10,27 @@
  * segments from the log start to the dirty end, in groups whose sizes add
  * up to at most segment.bytes, merging small segments. A record goes when
  * the map holds a later offset for its key; a tombstone (null value) goes
- * too once its segment is old enough (below). Everything else stays,
- * offsets unchanged: a batch keeps its base offset and last offset delta,
- * its surviving records keep their offset deltas and bytes, and it is
- * recompressed with its own codec; a batch left with no record disappears.
- * After the pass everything below the dirty end is clean.
+ * too once its batch's delete horizon has passed (below). Everything else
+ * stays, offsets unchanged: a batch keeps its base offset and last offset
+ * delta, its surviving records keep their offset deltas and bytes, and it
+ * is recompressed with its own codec; a batch left with no record
+ * disappears. After the pass everything below the dirty end is clean.
  *
- * Tombstones: Kafka keeps a tombstone for delete.retention.ms after the
- * cleaner first saw it (the delete horizon stamped on the batch). This
- * cleaner uses a simpler rule: a tombstone is dropped when the largest
- * timestamp of the segment holding it is more than delete.retention.ms
- * before now. A consumer that reads to the end within delete.retention.ms
- * of the delete therefore sees it, as long as record timestamps follow the
- * clock. When a pass keeps a tombstone only because it is too young, a
- * later pass is due once it is old enough, dirty data or not.
+ * Tombstones, as Kafka 3.1+ (KIP-534): a tombstone stays for
+ * delete.retention.ms after the first pass that kept it, whatever its
+ * record timestamp. That pass stamps the batch holding it with a delete
+ * horizon, now + delete.retention.ms (the pass's start time): the
+ * DELETE_HORIZON attribute bit is set and baseTimestamp holds the horizon,
+ * each record's timestampDelta being rewritten so that baseTimestamp +
+ * timestampDelta, the record's timestamp, does not change. A stamped batch
+ * keeps its horizon when later passes rewrite it; a pass that starts at or
+ * after the horizon drops its tombstones. Between two passes a consumer
+ * reading to the end within delete.retention.ms of the first one sees the
+ * delete. A pass also becomes due, dirty data or not, once the earliest
+ * horizon it left behind has passed (known in this process only; after a
+ * restart such tombstones go with the next pass that dirty data brings, as
+ * in Kafka). Transaction markers will take the same horizon once
+ * transactions are tracked.
  *
  * Kept as they are, and not mapped: control batches (transaction markers),
  * transactional batches (whether they were committed is not tracked yet, so
@@ -39,8 +46,10 @@
  * is dropped and the whole log counts as dirty again).
  *
  * Where a crash leaves things: see PartitionLog.replaceSegments. The first
- * dirty offset lives in memory; after a restart the first pass treats the
- * whole log as dirty, which costs a read of it and changes nothing a
+ * dirty offset is the cleaner's progress; the LogManager checkpoints it at
+ * the end of each pass (`cleaner-offset-checkpoint`) and hands it back to
+ * the cleaner it makes after a restart. Without one the first pass treats
+ * the whole log as dirty, which costs a read of it and changes nothing a
  * consumer can see.
  */
 import { Compression, compress } from '../wire/compression.js';
@@ -50,6 +59,7 @@ import {
   BATCH_LENGTH,
   COMPRESSION_MASK,
   CONTROL,
+  DELETE_HORIZON,
   LOG_OVERHEAD,
   MAX_TIMESTAMP,
   RECORDS,
@@ -57,10 +67,12 @@ import {
   TIMESTAMP_TYPE_LOG_APPEND,
   TRANSACTIONAL,
   batchCrcValid,
+  deleteHorizonMs,
   recordsPayload,
   writeBatchCrc,
 } from '../wire/record-batch.js';
 import { Reader } from '../wire/reader.js';
+import { Writer } from '../wire/writer.js';
 import type { PartitionLog } from './log.js';
 import { BatchCursor, type LogSegment } from './segment.js';
 
@@ -72,6 +84,8 @@ const WRITE_CHUNK = 1 << 20;
 export type CleanStep = 'idle' | 'mapped' | 'cleaned' | 'done';
 
 interface Pass {
+  /** When the pass started: tombstones are judged and horizons stamped against it, as Kafka uses one time per cleaning. */
+  now: number;
   dirtyEnd: bigint;
   /** Key (bytes as latin1) -> latest offset in [first dirty, dirtyEnd). */
   map: Map<string, bigint>;
@@ -79,13 +93,18 @@ interface Pass {
   mapFrom: bigint;
   /** Segments with a base below this have been rewritten in this pass. */
   cleanFrom: bigint;
-  /** Earliest time a kept tombstone becomes droppable. */
+  /** Earliest delete horizon of a batch this pass kept with a tombstone. */
   tombstoneDueMs: number;
 }
 
 /** One record's place in a batch's (decompressed) records and what the cleaner needs of it. */
 interface RecordInfo {
+  /** Where its length varint starts. */
   start: number;
+  /** Its attributes byte, after the length. */
+  bodyStart: number;
+  /** The byte after its timestampDelta. */
+  timestampEnd: number;
   end: number;
   offsetDelta: number;
   timestampDelta: bigint;
@@ -103,14 +122,30 @@ interface RecordInfo {
  */
 export class LogCleaner {
   private firstDirty: bigint | null = null;
-  private truncationsSeen = -1;
+  private truncationsSeen: number;
   private pass: Pass | null = null;
   /** When a tombstone kept by an earlier pass may go; Infinity when none waits. */
   private tombstoneDueMs = Number.POSITIVE_INFINITY;
 
-  constructor(readonly log: PartitionLog) {}
+  /**
+   * `checkpointed` is the first dirty offset an earlier run reached (from
+   * the cleaner checkpoint), for a log not truncated since. As in Kafka's
+   * LogCleanerManager.cleanableOffsets, one below the log start counts
+   * from the log start, and one past the log end (data lost at the end of
+   * the log) is not trusted: the whole log is dirty again.
+   *
+   * Example: new LogCleaner(log, 40n) on a log of offsets 0..99 maps only
+   * from 40 in its first pass; new LogCleaner(log, 500n) maps from 0.
+   */
+  constructor(
+    readonly log: PartitionLog,
+    checkpointed?: bigint,
+  ) {
+    this.truncationsSeen = log.truncations;
+    if (checkpointed !== undefined && checkpointed <= log.logEndOffset) this.firstDirty = checkpointed;
+  }
 
-  /** The offset below which the log has been cleaned (in this process); the log start before any pass. */
+  /** The offset below which the log has been cleaned; the log start before any pass. */
   get firstDirtyOffset(): bigint {
     const start = this.log.logStartOffset;
     return this.firstDirty === null || this.firstDirty < start ? start : this.firstDirty;
@@ -125,6 +160,7 @@ export class LogCleaner {
     const log = this.log;
     if (!log.config.cleanupPolicy.includes('compact')) return 'idle';
     if (log.truncations !== this.truncationsSeen) {
+      // Where the truncation cut is not known here, so nothing cleaned is trusted.
       this.truncationsSeen = log.truncations;
       this.firstDirty = null;
       this.pass = null;
@@ -136,6 +172,7 @@ export class LogCleaner {
       if (firstDirty >= dirtyEnd && now < this.tombstoneDueMs) return 'idle';
       if (dirtyEnd <= log.logStartOffset) return 'idle';
       this.pass = {
+        now,
         dirtyEnd,
         map: new Map(),
         mapFrom: firstDirty < dirtyEnd ? firstDirty : dirtyEnd,
@@ -155,23 +192,19 @@ export class LogCleaner {
     }
     const group = this.nextGroup(segments, pass);
     if (group.length === 0) {
-      this.firstDirty = pass.dirtyEnd;
+      // A pass begun only for a due tombstone may end below what was already clean.
+      if (this.firstDirty === null || this.firstDirty < pass.dirtyEnd) this.firstDirty = pass.dirtyEnd;
       this.tombstoneDueMs = pass.tombstoneDueMs;
       this.pass = null;
       return 'done';
     }
     const end = nextBase(segments, segments.indexOf(group[group.length - 1]!));
-    const deleteRetentionMs = log.config.deleteRetentionMs;
+    const horizon = BigInt(pass.now) + BigInt(log.config.deleteRetentionMs);
     log.replaceSegments(group, (write) => {
       const out = new ChunkedWriter(write);
       for (const seg of group) {
-        const age = now - seg.largestTimestamp;
-        const dropTombstones = age > deleteRetentionMs;
-        const keptTombstone = cleanSegment(seg, pass.map, dropTombstones, out);
-        if (keptTombstone) {
-          const due = seg.largestTimestamp + deleteRetentionMs + 1;
-          if (due < pass.tombstoneDueMs) pass.tombstoneDueMs = due;
-        }
+        const due = cleanSegment(seg, pass.map, BigInt(pass.now), horizon, out);
+        if (due < pass.tombstoneDueMs) pass.tombstoneDueMs = due;
       }
       out.flush();
     });
@@ -255,11 +288,20 @@ function mapSegment(seg: LogSegment, from: bigint, map: Map<string, bigint>): vo
 }
 
 /**
- * Writes the batches of `seg` that survive to `out`. Returns whether a
- * tombstone was kept only because it was too young to drop.
+ * Writes the batches of `seg` that survive to `out`, judging tombstones at
+ * `now` and stamping `horizon` on a batch that keeps a tombstone and has no
+ * delete horizon yet (Kafka's MemoryRecords.filterTo with the cleaner's
+ * filter). Returns the earliest delete horizon among the batches kept with
+ * a tombstone, Infinity when there is none.
+ *
+ * Example: a batch [a=1, b=null] at base timestamp 6000, b the latest for
+ * its key, cleaned at now 10000 with delete.retention.ms 1000: written with
+ * DELETE_HORIZON set, baseTimestamp 11000, both records' timestamps still
+ * 6000; returns 11000. The same batch cleaned at 11000: [a=1] only, still
+ * stamped 11000.
  */
-function cleanSegment(seg: LogSegment, map: Map<string, bigint>, dropTombstones: boolean, out: ChunkedWriter): boolean {
-  let keptTombstone = false;
+function cleanSegment(seg: LogSegment, map: Map<string, bigint>, now: bigint, horizon: bigint, out: ChunkedWriter): number {
+  let due = Number.POSITIVE_INFINITY;
   const cursor = new BatchCursor(seg.file, 0, seg.size, true, READ_CHUNK);
   while (cursor.next()) {
     const { buf, at, size, baseOffset } = cursor;
@@ -268,7 +310,11 @@ function cleanSegment(seg: LogSegment, map: Map<string, bigint>, dropTombstones:
       out.write(buf.subarray(at, at + size));
       continue;
     }
+    const stamped = deleteHorizonMs(buf, at);
+    // Kafka keeps a tombstone while the batch has no horizon or the horizon is still ahead.
+    const dropTombstones = stamped !== null && now >= stamped;
     const kept: RecordInfo[] = [];
+    let keptTombstone = false;
     for (const r of records.list) {
       if (r.key !== null) {
         const latest = map.get(r.key.toString('latin1'));
@@ -280,11 +326,18 @@ function cleanSegment(seg: LogSegment, map: Map<string, bigint>, dropTombstones:
       }
       kept.push(r);
     }
-    if (kept.length === records.list.length) out.write(buf.subarray(at, at + size));
-    else if (kept.length > 0) out.write(rebuildBatch(buf, at, records.payload, kept));
+    if (kept.length === 0) continue;
+    // Transaction markers of aborted or empty transactions will need a horizon too.
+    const stamp = keptTombstone && stamped === null;
+    if (keptTombstone) {
+      const h = Number(stamp ? horizon : stamped!);
+      if (h < due) due = h;
+    }
+    if (kept.length === records.list.length && !stamp) out.write(buf.subarray(at, at + size));
+    else out.write(rebuildBatch(buf, at, records.payload, kept, stamp ? horizon : null));
   }
   if (cursor.problem) throw new Error(`${seg.file.path}: ${cursor.problem}`);
-  return keptTombstone;
+  return due;
 }
 
 /** The records of a v2 batch with their byte ranges in `payload`, or null when they do not parse. */
@@ -301,13 +354,14 @@ function recordsOf(buf: Buffer, at: number, size: number): { payload: Buffer; li
     if (r.error !== null || length < 0 || length > r.remaining) return null;
     r.int8();
     const timestampDelta = r.varlong();
+    const timestampEnd = r.pos;
     const offsetDelta = r.varint();
     const keyLength = r.varint();
     const key = keyLength >= 0 ? r.raw(keyLength) : null;
     const valueLength = r.varint();
     if (r.error !== null || keyLength < -1 || valueLength < -1) return null;
     r.pos = bodyStart + length;
-    list.push({ start, end: r.pos, offsetDelta, timestampDelta, key, isTombstone: valueLength < 0 });
+    list.push({ start, bodyStart, timestampEnd, end: r.pos, offsetDelta, timestampDelta, key, isTombstone: valueLength < 0 });
   }
   if (r.error !== null || r.remaining !== 0) return null;
   return { payload, list };
@@ -315,24 +369,49 @@ function recordsOf(buf: Buffer, at: number, size: number): { payload: Buffer; li
 
 /**
  * The batch at buf[at..] with only the `kept` records: same base offset,
- * last offset delta, base timestamp, producer fields and codec; the record
- * count, max timestamp (unless LogAppendTime, where every record carries the
- * batch's), length and CRC follow the records that remain.
+ * last offset delta, producer fields and codec; the record count, max
+ * timestamp (unless LogAppendTime, where every record carries the batch's),
+ * length and CRC follow the records that remain. With `stampHorizon` the
+ * batch gets the DELETE_HORIZON bit and that baseTimestamp, and every
+ * record a timestampDelta that keeps its timestamp (Kafka rebuilds the
+ * batch with the horizon as its base timestamp the same way); otherwise
+ * attributes, baseTimestamp and the records' bytes stay as they were.
  */
-function rebuildBatch(buf: Buffer, at: number, payload: Buffer, kept: readonly RecordInfo[]): Buffer {
-  const attributes = buf.readInt16BE(at + ATTRIBUTES);
+function rebuildBatch(buf: Buffer, at: number, payload: Buffer, kept: readonly RecordInfo[], stampHorizon: bigint | null): Buffer {
+  let attributes = buf.readInt16BE(at + ATTRIBUTES);
   const codec = (attributes & COMPRESSION_MASK) as Compression;
-  const raw = Buffer.concat(kept.map((r) => payload.subarray(r.start, r.end)));
+  const baseTimestamp = buf.readBigInt64BE(at + BASE_TIMESTAMP);
+  let raw: Buffer;
+  if (stampHorizon === null) raw = Buffer.concat(kept.map((r) => payload.subarray(r.start, r.end)));
+  else {
+    attributes |= DELETE_HORIZON;
+    const w = new Writer(payload.length + kept.length * 10);
+    const delta = new Writer(10);
+    for (const r of kept) {
+      delta.pos = 0;
+      // int64 arithmetic, as readers (Java's long) add base and delta.
+      delta.varlong(BigInt.asIntN(64, baseTimestamp + r.timestampDelta - stampHorizon));
+      const newDelta = delta.finish();
+      const rest = payload.subarray(r.timestampEnd, r.end);
+      w.varint(1 + newDelta.length + rest.length)
+        .raw(payload.subarray(r.bodyStart, r.bodyStart + 1))
+        .raw(newDelta)
+        .raw(rest);
+    }
+    raw = w.finish();
+  }
   const records = codec === Compression.None ? raw : compress(codec, raw);
   const out = Buffer.allocUnsafe(RECORDS + records.length);
   buf.copy(out, 0, at, at + RECORDS);
   records.copy(out, RECORDS);
   out.writeInt32BE(out.length - LOG_OVERHEAD, BATCH_LENGTH);
+  out.writeInt16BE(attributes, ATTRIBUTES);
+  if (stampHorizon !== null) out.writeBigInt64BE(stampHorizon, BASE_TIMESTAMP);
   out.writeInt32BE(kept.length, RECORD_COUNT);
   if ((attributes & TIMESTAMP_TYPE_LOG_APPEND) === 0) {
     let maxDelta = kept[0]!.timestampDelta;
     for (const r of kept) if (r.timestampDelta > maxDelta) maxDelta = r.timestampDelta;
-    out.writeBigInt64BE(buf.readBigInt64BE(at + BASE_TIMESTAMP) + maxDelta, MAX_TIMESTAMP);
+    out.writeBigInt64BE(BigInt.asIntN(64, baseTimestamp + maxDelta), MAX_TIMESTAMP);
   }
   writeBatchCrc(out, 0, out.length);
   return out;

@@ -25,6 +25,18 @@ export interface LogConfig {
   readonly maxMessageBytes: number;
   /** message.timestamp.type */
   readonly messageTimestampType: 'CreateTime' | 'LogAppendTime';
+  /**
+   * message.timestamp.before.max.ms: on a CreateTime topic, a record stamped more
+   * than this before the broker's clock is refused. MAX stands for Kafka's
+   * Long.MAX_VALUE, no bound (Kafka's default).
+   */
+  readonly messageTimestampBeforeMaxMs: number;
+  /**
+   * message.timestamp.after.max.ms: on a CreateTime topic, a record stamped more
+   * than this after the broker's clock is refused. MAX stands for Long.MAX_VALUE;
+   * Kafka 4.0 made the default one hour (KIP-1030).
+   */
+  readonly messageTimestampAfterMaxMs: number;
   /** flush.messages: fsync after this many appended messages; MAX means never. */
   readonly flushMessages: number;
   /** flush.ms: fsync when the last one is this old; MAX means never. */
@@ -47,6 +59,8 @@ export const DEFAULT_LOG_CONFIG: LogConfig = {
   minCompactionLagMs: 0,
   maxMessageBytes: 1048588,
   messageTimestampType: 'CreateTime',
+  messageTimestampBeforeMaxMs: LONG_MAX,
+  messageTimestampAfterMaxMs: 3600000,
   flushMessages: LONG_MAX,
   flushMs: LONG_MAX,
   fileDeleteDelayMs: 60000,

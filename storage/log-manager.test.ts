@@ -1,10 +1,10 @@
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { buildBatch, decodeRecords } from '../wire/record-batch.js';
-import { PARTITION_CHECKPOINT_FILE } from './checkpoint.js';
+import { CLEANER_OFFSET_CHECKPOINT_FILE, PARTITION_CHECKPOINT_FILE, parseTopicPartitionCheckpoint } from './checkpoint.js';
 import { FaultyFs } from './fs.js';
 import { logConfig } from './log-config.js';
 import { LogManager, type LogManagerLogger, type LogManagerOptions, parsePartitionDirName } from './log-manager.js';
@@ -372,6 +372,120 @@ describe('LogManager background work', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(logger.lines.filter((l) => l.level === 'warn' && l.obj.topic === 'broken')).toHaveLength(1);
     expect(contents(broken)).toEqual(['a@0', 'a@1']);
+  });
+});
+
+describe('LogManager cleaner checkpoint', () => {
+  const fast = { 'log.retention.check.interval.ms': 10, 'log.cleaner.backoff.ms': 10, 'log.flush.offset.checkpoint.interval.ms': 10, 'log.flush.scheduler.interval.ms': 10 };
+  const compacted = logConfig({ cleanupPolicy: ['compact'] });
+  const checkpointText = (dataDir: string) => readFileSync(join(dataDir, CLEANER_OFFSET_CHECKPOINT_FILE), 'utf8');
+  const passes = (logger: ReturnType<typeof recorder>) => logger.lines.filter((l) => l.msg === 'compaction pass done');
+
+  /** keyed-0 holding a=1 b=1 | a=2 | (active, empty), committed; compacted by one pass, then closed. */
+  async function compactedDataDir(): Promise<string> {
+    const dataDir = tempDir();
+    const logger = recorder();
+    const m = open(dataDir, { ...fast, log: logger, defaults: compacted });
+    const log = m.getOrCreate('keyed', 0);
+    append(log, [['a', '1'], ['b', '1']]);
+    log.roll();
+    append(log, [['a', '2']]);
+    log.roll();
+    log.updateHighWatermark(log.logEndOffset);
+    m.start();
+    await vi.waitFor(() => expect(passes(logger)).toHaveLength(1), { timeout: 5000, interval: 10 });
+    expect(contents(log)).toEqual(['b@1', 'a@2']);
+    await m.close();
+    return dataDir;
+  }
+
+  it('records each pass in cleaner-offset-checkpoint, Kafka\'s layout, and resumes from it after a restart', async () => {
+    const dataDir = await compactedDataDir();
+    expect(checkpointText(dataDir)).toBe('0\n1\nkeyed 0 3\n');
+
+    // Nothing new since the checkpoint: no pass after the restart.
+    const logger = recorder();
+    const m = open(dataDir, { ...fast, log: logger, defaults: compacted }).start();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(passes(logger)).toEqual([]);
+
+    // New dirty data: the next pass starts from the checkpoint and moves it on.
+    const log = m.get('keyed', 0)!;
+    append(log, [['b', '2']]);
+    log.roll();
+    log.updateHighWatermark(log.logEndOffset);
+    await vi.waitFor(() => expect(checkpointText(dataDir)).toBe('0\n1\nkeyed 0 4\n'), { timeout: 5000, interval: 10 });
+    expect(passes(logger).map((l) => l.obj.firstDirtyOffset)).toEqual(['4']);
+    expect(contents(log)).toEqual(['a@2', 'b@3']);
+  });
+
+  it('without the checkpoint, the first pass after a restart treats the whole log as dirty', async () => {
+    const dataDir = await compactedDataDir();
+    unlinkSync(join(dataDir, CLEANER_OFFSET_CHECKPOINT_FILE));
+    const logger = recorder();
+    open(dataDir, { ...fast, log: logger, defaults: compacted }).start();
+    await vi.waitFor(() => expect(passes(logger)).toHaveLength(1), { timeout: 5000, interval: 10 });
+    expect(checkpointText(dataDir)).toBe('0\n1\nkeyed 0 3\n');
+  });
+
+  it('at open drops the entries of partitions it has no log for and of logs ending below them, and raises one below the log start', async () => {
+    const dataDir = tempDir();
+    const first = LogManager.open(dataDir, { defaults: compacted });
+    for (const [topic, n] of [['keyed', 3], ['short', 2], ['trimmed', 6]] as const) {
+      const log = first.getOrCreate(topic, 0);
+      for (let i = 0; i < n; i++) append(log, [[`k${i}`, 'v']]);
+      log.updateHighWatermark(log.logEndOffset);
+    }
+    expect(first.get('trimmed', 0)!.deleteRecordsBefore(4n)).toEqual({ ok: true, lowWatermark: 4n });
+    await first.close();
+    writeFileSync(join(dataDir, CLEANER_OFFSET_CHECKPOINT_FILE), '0\n4\nkeyed 0 3\ngone 0 5\nshort 0 50\ntrimmed 0 1\n');
+    const logger = recorder();
+    const m = open(dataDir, { defaults: compacted, log: logger });
+    expect(checkpointText(dataDir)).toBe('0\n2\nkeyed 0 3\ntrimmed 0 4\n');
+    expect(logger.lines.some((l) => l.level === 'warn' && l.obj.topic === 'short' && /past the log end/.test(l.msg))).toBe(true);
+
+    // A deleted partition's entry goes with it (Kafka's updateCheckpoints on delete).
+    m.delete('keyed', 0);
+    expect(parseTopicPartitionCheckpoint(checkpointText(dataDir))).toEqual([{ topic: 'trimmed', partition: 0, offset: 4n }]);
+  });
+
+  it('logs a failed checkpoint write, keeps the log online, and writes the checkpoint with the next pass', async () => {
+    const fs = new FaultyFs();
+    const logger = recorder();
+    const dataDir = tempDir();
+    const m = open(dataDir, { ...fast, fs, log: logger, defaults: compacted });
+    const log = m.getOrCreate('keyed', 0);
+    append(log, [['a', '1'], ['b', '1']]);
+    log.roll();
+    append(log, [['a', '2']]);
+    log.roll();
+    log.updateHighWatermark(log.logEndOffset);
+    fs.failNextWrite('EIO', (path) => path.includes(CLEANER_OFFSET_CHECKPOINT_FILE));
+    m.start();
+    await vi.waitFor(() => expect(logger.lines.some((l) => l.level === 'warn' && /cleaner checkpoint/.test(l.msg))).toBe(true), { timeout: 5000, interval: 10 });
+    expect(log.isOffline).toBe(false);
+    expect(contents(log)).toEqual(['b@1', 'a@2']);
+    expect(existsSync(join(dataDir, CLEANER_OFFSET_CHECKPOINT_FILE))).toBe(false);
+    append(log, [['b', '2']]);
+    log.roll();
+    log.updateHighWatermark(log.logEndOffset);
+    await vi.waitFor(() => expect(checkpointText(dataDir)).toBe('0\n1\nkeyed 0 4\n'), { timeout: 5000, interval: 10 });
+  });
+
+  it('drops the entry of a log truncated since it was written: the whole log is dirty again', async () => {
+    const dataDir = await compactedDataDir();
+    const m = open(dataDir, { ...fast, defaults: compacted }).start();
+    const log = m.get('keyed', 0)!;
+    log.truncateTo(2n);
+    await vi.waitFor(() => expect(checkpointText(dataDir)).toBe('0\n0\n'), { timeout: 5000, interval: 10 });
+    // And when the manager closes before a tick has seen the truncation.
+    append(log, [['c', '1']]);
+    log.roll();
+    log.updateHighWatermark(log.logEndOffset);
+    await vi.waitFor(() => expect(checkpointText(dataDir)).toBe(`0\n1\nkeyed 0 ${log.logEndOffset}\n`), { timeout: 5000, interval: 10 });
+    log.truncateTo(2n);
+    await m.close();
+    expect(checkpointText(dataDir)).toBe('0\n0\n');
   });
 });
 

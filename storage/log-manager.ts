@@ -20,6 +20,15 @@
  *   the backoff;
  * - `log.flush.offset.checkpoint.interval.ms`: checkpoints every log.
  *
+ * The cleaner's progress survives restarts as in Kafka: each finished pass
+ * records the log's first dirty offset in `cleaner-offset-checkpoint` in
+ * the data directory (`topic partition offset` lines, written atomically),
+ * and a cleaner made after a restart resumes from it (see LogCleaner's
+ * constructor for the clamping). An entry goes when its partition is
+ * deleted, and is dropped, leaving the whole log dirty, when the log is
+ * found truncated since it was written (at the next cleaner tick, a config
+ * change or close) or ends below it when opened.
+ *
  * A log whose I/O fails goes offline (see PartitionLog): it is logged once,
  * skipped from then on, and never stops the timers or the other logs.
  *
@@ -36,6 +45,7 @@
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { readCleanerOffsetCheckpoint, type TopicPartitionOffset, writeCleanerOffsetCheckpoint } from './checkpoint.js';
 import { LogCleaner, type CleanStep } from './cleaner.js';
 import { type Fs, nodeFs } from './fs.js';
 import type { LogConfig } from './log-config.js';
@@ -84,6 +94,8 @@ interface Entry {
   log: PartitionLog;
   /** Created when the log is first compacted; dropped when the log is reopened. */
   cleaner: LogCleaner | null;
+  /** log.truncations when the cleaner checkpoint last took this log into account. */
+  cleanerTruncationsSeen: number;
   /** The cleaner failed on this log for a reason other than I/O; it is not cleaned again until reopened. */
   uncleanable: boolean;
   /** Its going offline has been logged. */
@@ -168,6 +180,8 @@ export class LogManager {
   private cleanerTimer: NodeJS.Timeout | null = null;
   /** The log the cleaner was working on when its last tick ran out of steps. */
   private cleanerResumeKey: string | null = null;
+  /** The cleaner checkpoint as written: first dirty offset by partition directory name. */
+  private readonly cleanerOffsets = new Map<string, bigint>();
   /** Renamed directories waiting for file.delete.delay.ms, by path. */
   private readonly delayedDeletes = new Map<string, NodeJS.Timeout>();
   /** Removals under way. */
@@ -233,6 +247,7 @@ export class LogManager {
         }
         manager.add(parsed.topic, parsed.partition, dir, log);
       }
+      manager.loadCleanerCheckpoint();
     } catch (err) {
       manager.closeLogs();
       throw err;
@@ -270,6 +285,8 @@ export class LogManager {
       throw new StorageError(`cannot sync ${this.dataDir} after creating ${name}: ${(err as Error).message}`, { cause: err });
     }
     this.add(topic, partition, dir, log);
+    // A checkpoint entry can only be a leftover of an earlier log of that name.
+    if (this.cleanerOffsets.delete(name)) this.writeCleanerCheckpoint();
     return log;
   }
 
@@ -310,6 +327,7 @@ export class LogManager {
       throw new StorageError(`cannot rename ${entry.dir} for deletion: ${(err as Error).message}`, { cause: err });
     }
     this.logger.info({ topic, partition, dir: target }, 'log renamed for deletion');
+    if (this.cleanerOffsets.delete(name)) this.writeCleanerCheckpoint();
     this.scheduleRemoval(target, delayMs);
     return true;
   }
@@ -331,9 +349,11 @@ export class LogManager {
     for (const entry of [...this.entries.values()]) {
       if (entry.topic !== topic || sameConfig(entry.log.config, config)) continue;
       if (entry.log.isOffline) continue;
+      if (this.noteTruncation(entry)) this.writeCleanerCheckpoint();
       try {
         entry.log.close();
         entry.log = PartitionLog.open(entry.dir, config, { fs: this.fs, now: this.now });
+        entry.cleanerTruncationsSeen = entry.log.truncations;
         entry.cleaner = null;
         entry.uncleanable = false;
         entry.offlineReported = false;
@@ -373,6 +393,7 @@ export class LogManager {
     this.cleanerTimer = null;
     for (const t of this.delayedDeletes.values()) clearTimeout(t);
     this.delayedDeletes.clear();
+    if (this.noteTruncations()) this.writeCleanerCheckpoint();
     this.closeLogs();
     return this.settleDeletes();
   }
@@ -384,7 +405,17 @@ export class LogManager {
 
   private add(topic: string, partition: number, dir: string, log: PartitionLog): void {
     const key = partitionDirName(topic, partition);
-    this.entries.set(key, { key, topic, partition, dir, log, cleaner: null, uncleanable: false, offlineReported: log.isOffline });
+    this.entries.set(key, {
+      key,
+      topic,
+      partition,
+      dir,
+      log,
+      cleaner: null,
+      cleanerTruncationsSeen: log.truncations,
+      uncleanable: false,
+      offlineReported: log.isOffline,
+    });
   }
 
   private closeLogs(): void {
@@ -470,6 +501,7 @@ export class LogManager {
    */
   private cleanerTick(): void {
     this.cleanerTimer = null;
+    if (this.noteTruncations()) this.writeCleanerCheckpoint();
     const candidates = [...this.entries.values()].filter(
       (e) => e.log.config.cleanupPolicy.includes('compact') && !e.uncleanable && !e.log.isOffline,
     );
@@ -501,7 +533,8 @@ export class LogManager {
       this.reportOffline(entry, 'compaction', undefined);
       return 'idle';
     }
-    entry.cleaner ??= new LogCleaner(entry.log);
+    // cleanerTick has just dropped the entry of a log truncated since it was written.
+    entry.cleaner ??= new LogCleaner(entry.log, this.cleanerOffsets.get(entry.key));
     let result: CleanStep;
     try {
       result = entry.cleaner.step(this.now());
@@ -515,9 +548,90 @@ export class LogManager {
       return 'idle';
     }
     if (result === 'done') {
-      this.logger.info({ topic: entry.topic, partition: entry.partition, firstDirtyOffset: String(entry.cleaner.firstDirtyOffset) }, 'compaction pass done');
+      const firstDirtyOffset = entry.cleaner.firstDirtyOffset;
+      this.logger.info({ topic: entry.topic, partition: entry.partition, firstDirtyOffset: String(firstDirtyOffset) }, 'compaction pass done');
+      // Kafka's doneCleaning: the pass is on disk (replaceSegments synced it), so its end may be recorded.
+      entry.cleanerTruncationsSeen = entry.log.truncations;
+      if (this.cleanerOffsets.get(entry.key) !== firstDirtyOffset) {
+        this.cleanerOffsets.set(entry.key, firstDirtyOffset);
+        this.writeCleanerCheckpoint();
+      }
     }
     return result;
+  }
+
+  /**
+   * Reads the cleaner checkpoint at open, keeping the entries of the logs
+   * found, each at least its log start (Kafka resets one below it) and at
+   * most its log end: a checkpoint past the end means data was lost at the
+   * end of the log, and the whole log is dirty again. The file is rewritten
+   * at once when anything changed, before appends could make a stale entry
+   * look valid.
+   */
+  private loadCleanerCheckpoint(): void {
+    const stored = readCleanerOffsetCheckpoint(this.fs, this.dataDir) ?? [];
+    let changed = false;
+    for (const { topic, partition, offset } of stored) {
+      const key = partitionDirName(topic, partition);
+      const log = this.entries.get(key)?.log;
+      if (log === undefined) {
+        changed = true;
+        continue;
+      }
+      let firstDirty = offset;
+      if (offset > log.logEndOffset) {
+        this.logger.warn(
+          { topic, partition, checkpointed: String(offset), logEndOffset: String(log.logEndOffset) },
+          'cleaner checkpoint is past the log end; the whole log is dirty again',
+        );
+        changed = true;
+        continue;
+      }
+      if (offset < log.logStartOffset) firstDirty = log.logStartOffset;
+      if (firstDirty !== offset) changed = true;
+      this.cleanerOffsets.set(key, firstDirty);
+    }
+    if (changed) this.writeCleanerCheckpoint();
+  }
+
+  /**
+   * Drops the cleaner checkpoint entry of a log truncated since the entry was
+   * taken into account. Kafka lowers it to the active segment's base at the
+   * moment of truncation; noticed later, the cut is no longer known (the log
+   * may have rolled past it since), so the whole log counts as dirty, as it
+   * does for the cleaner itself. Returns whether the entry went.
+   */
+  private noteTruncation(entry: Entry): boolean {
+    if (entry.log.truncations === entry.cleanerTruncationsSeen) return false;
+    entry.cleanerTruncationsSeen = entry.log.truncations;
+    return this.cleanerOffsets.delete(entry.key);
+  }
+
+  /** noteTruncation over every log; whether any entry went. */
+  private noteTruncations(): boolean {
+    let changed = false;
+    for (const entry of this.entries.values()) if (this.noteTruncation(entry)) changed = true;
+    return changed;
+  }
+
+  /**
+   * Writes the cleaner checkpoint: the entries of the logs this manager
+   * holds, as Kafka's updateCheckpoints keeps only partitions it has logs
+   * for. A failure is logged, and the entries stay in memory for the next
+   * write to try again.
+   */
+  private writeCleanerCheckpoint(): void {
+    const out: TopicPartitionOffset[] = [];
+    for (const [key, offset] of [...this.cleanerOffsets].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const entry = this.entries.get(key);
+      if (entry === undefined) this.cleanerOffsets.delete(key);
+      else out.push({ topic: entry.topic, partition: entry.partition, offset });
+    }
+    try {
+      writeCleanerOffsetCheckpoint(this.fs, this.dataDir, out);
+    } catch (err) {
+      this.logger.warn({ dataDir: this.dataDir, err }, 'cannot write the cleaner checkpoint; cleaning resumes from the previous one after a restart');
+    }
   }
 
   private scheduleRemoval(path: string, delayMs: number): void {

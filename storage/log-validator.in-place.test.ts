@@ -23,7 +23,8 @@ import { legacyEntry } from './test-support.js';
 const CODECS = [Compression.None, Compression.Gzip, Compression.Snappy, Compression.Lz4, Compression.Zstd];
 
 function ctx(config: Partial<LogConfig>, nextOffset: bigint, leaderEpoch = 4, now = 5000): ValidationContext {
-  return { nextOffset, leaderEpoch, now, config: logConfig(config) };
+  // Random batches here are stamped up to 2e12, ahead of these clocks: no after.max.ms bound.
+  return { nextOffset, leaderEpoch, now, config: logConfig({ messageTimestampAfterMaxMs: Number.MAX_SAFE_INTEGER, ...config }) };
 }
 
 /** The result without its buffer, for comparing two results field by field. */
@@ -34,7 +35,7 @@ function fields(r: ValidationResult): unknown {
 }
 
 /** One random valid v2 batch: codec, record count, keys, timestamps and header fields vary. */
-function randomBatch(rand: () => number): Buffer {
+function randomBatch(rand: () => number, mayMarkLogAppendTime = true): Buffer {
   const count = 1 + Math.floor(rand() * 6);
   const base = BigInt(Math.floor(rand() * 2_000_000_000_000));
   const records: BuildRecord[] = Array.from({ length: count }, (_, i) => ({
@@ -47,7 +48,8 @@ function randomBatch(rand: () => number): Buffer {
   const batch = buildBatch({
     records,
     compression: CODECS[Math.floor(rand() * CODECS.length)]!,
-    logAppendTime: rand() < 0.2,
+    // Kafka refuses a marked batch whose maxTimestamp is -1 (its records have none).
+    logAppendTime: mayMarkLogAppendTime && records.some((r) => r.timestamp !== -1n) && rand() < 0.2,
     baseTimestamp: base,
   });
   // Clients send arbitrary baseOffsets, and some a maxTimestamp the records disagree with.
@@ -61,9 +63,11 @@ describe('validateAndAssignOffsets in place', () => {
   it('produces the copying result byte for byte, in the input itself (seeded random valid inputs)', () => {
     const rand = seededRandom(0x1a9ace);
     for (let n = 0; n < 600; n++) {
-      const input = Buffer.concat(Array.from({ length: 1 + Math.floor(rand() * 4) }, () => randomBatch(rand)));
+      const logAppendTopic = rand() < 0.5;
+      // Kafka refuses a batch its producer marked LogAppendTime on a LogAppendTime topic.
+      const input = Buffer.concat(Array.from({ length: 1 + Math.floor(rand() * 4) }, () => randomBatch(rand, !logAppendTopic)));
       const config: Partial<LogConfig> = {
-        messageTimestampType: rand() < 0.5 ? 'LogAppendTime' : 'CreateTime',
+        messageTimestampType: logAppendTopic ? 'LogAppendTime' : 'CreateTime',
         cleanupPolicy: rand() < 0.3 ? ['compact'] : ['delete'],
       };
       const c = ctx(config, BigInt(Math.floor(rand() * 1e9)), Math.floor(rand() * 100), 1_700_000_000_000 + n);
@@ -170,7 +174,7 @@ describe('PartitionLog.append in place', () => {
   function open(): { log: PartitionLog; dir: string } {
     const dir = mkdtempSync(join(tmpdir(), 'gregor-inplace-'));
     dirs.push(dir);
-    const log = PartitionLog.open(dir, logConfig({}), { now: () => 5000 });
+    const log = PartitionLog.open(dir, logConfig({ messageTimestampAfterMaxMs: Number.MAX_SAFE_INTEGER }), { now: () => 5000 });
     logs.push(log);
     return { log, dir };
   }

@@ -4,6 +4,7 @@ import { ErrorCode } from '../wire/errors.js';
 import {
   ATTRIBUTES,
   BASE_OFFSET,
+  BASE_TIMESTAMP,
   BATCH_HEADER_SIZE,
   BATCH_LENGTH,
   Compression,
@@ -24,8 +25,8 @@ import { logConfig, type LogConfig } from './log-config.js';
 import { validateAndAssignOffsets, type ValidationContext, type ValidationResult } from './log-validator.js';
 import { legacyEntry } from './test-support.js';
 
-function ctx(config: Partial<LogConfig> = {}, nextOffset = 10n): ValidationContext {
-  return { nextOffset, leaderEpoch: 4, now: 5000, config: logConfig(config) };
+function ctx(config: Partial<LogConfig> = {}, nextOffset = 10n, now = 5000): ValidationContext {
+  return { nextOffset, leaderEpoch: 4, now, config: logConfig(config) };
 }
 
 function ok(r: ValidationResult): Extract<ValidationResult, { ok: true }> {
@@ -133,7 +134,7 @@ describe('validateAndAssignOffsets: worked examples', () => {
         { key: 'user-1', value: 'hello', timestamp: 1_700_000_000_000, headers: { trace: 'abc' } },
         { key: null, value: 'world', timestamp: 1_700_000_000_007 },
       ]);
-      const r = ok(validateAndAssignOffsets(input, ctx()));
+      const r = ok(validateAndAssignOffsets(input, ctx({}, 10n, 1_700_000_000_100)));
       expect(r).toMatchObject({ firstOffset: 10n, lastOffset: 11n, maxTimestamp: 1_700_000_000_007n, offsetOfMaxTimestamp: 11n });
       expect(r.batches.subarray(16).equals(input.subarray(16))).toBe(true);
       const decoded = decodeRecords(r.batches);
@@ -179,7 +180,7 @@ describe('validateAndAssignOffsets: rules', () => {
     { name: 'unknown codec', input: edited(good, (b) => b.writeInt16BE(6, ATTRIBUTES)), code: ErrorCode.CORRUPT_MESSAGE },
     {
       name: 'compacted topic, records without a key',
-      input: buildBatch({ records: [{ key: 'a', value: '1' }, { key: null, value: '2' }, { key: null, value: null }] }),
+      input: buildBatch({ records: [{ key: 'a', value: '1', timestamp: 1000n }, { key: null, value: '2', timestamp: 1000n }, { key: null, value: null, timestamp: 1000n }] }),
       config: { cleanupPolicy: ['compact', 'delete'] },
       code: ErrorCode.INVALID_RECORD,
       recordErrors: [1, 2],
@@ -194,7 +195,7 @@ describe('validateAndAssignOffsets: rules', () => {
   }
 
   it('counts record error indexes from the first record of the input', () => {
-    const input = Buffer.concat([buildBatch({ records: rec(3) }), buildBatch({ records: [{ key: 'k', value: 'v' }, { key: null, value: 'v' }] })]);
+    const input = Buffer.concat([buildBatch({ records: rec(3) }), buildBatch({ records: [{ key: 'k', value: 'v', timestamp: 1000n }, { key: null, value: 'v', timestamp: 1000n }] })]);
     const r = validateAndAssignOffsets(input, ctx({ cleanupPolicy: ['compact'] }));
     expect(r).toMatchObject({ ok: false, errorCode: ErrorCode.INVALID_RECORD, recordErrors: [{ batchIndex: 4 }] });
   });
@@ -203,6 +204,224 @@ describe('validateAndAssignOffsets: rules', () => {
     for (const compression of [Compression.None, Compression.Lz4]) {
       ok(validateAndAssignOffsets(buildBatch({ records: rec(5), compression }), ctx({ cleanupPolicy: ['compact'] })));
     }
+  });
+});
+
+const INT64_MAX = 2n ** 63n - 1n;
+const INT64_MIN = -(2n ** 63n);
+/** A configured bound standing for Kafka's Long.MAX_VALUE: no bound. */
+const NO_BOUND = Number.MAX_SAFE_INTEGER;
+
+/**
+ * A batch whose records sit at `baseTimestamp` + each delta, keyed k0, k1, ...;
+ * buildBatch cannot hold sums past int64, so the base is written afterwards.
+ */
+function atDeltas(baseTimestamp: bigint, deltas: bigint[], compression = Compression.None): Buffer {
+  const batch = buildBatch({ baseTimestamp: 0n, compression, records: deltas.map((d, i) => ({ key: `k${i}`, value: `v${i}`, timestamp: d })) });
+  return edited(batch, (b) => b.writeBigInt64BE(baseTimestamp, BASE_TIMESTAMP));
+}
+
+/** `batch` marked LogAppendTime by its producer, with the given batch maxTimestamp. */
+function markedLogAppendTime(batch: Buffer, maxTimestamp: bigint): Buffer {
+  return edited(batch, (b) => {
+    b.writeInt16BE(b.readInt16BE(ATTRIBUTES) | TIMESTAMP_TYPE_LOG_APPEND, ATTRIBUTES);
+    b.writeBigInt64BE(maxTimestamp, MAX_TIMESTAMP);
+  });
+}
+
+describe('validateAndAssignOffsets: record timestamps as Kafka 4.0 computes and checks them', () => {
+  // now is 5000 unless a case says otherwise. Kafka computes each record timestamp
+  // as a Java long sum (DefaultRecord.readFrom), so it wraps; LogValidator then
+  // refuses, on a CreateTime topic, t != -1 with (now - t) > before.max.ms or
+  // -(now - t) > after.max.ms, again in wrapping long arithmetic.
+  const ts = (...t: bigint[]): BuildRecord[] => t.map((timestamp, i) => ({ key: `k${i}`, value: `v${i}`, timestamp }));
+  const cases: {
+    name: string;
+    input: Buffer;
+    config?: Partial<LogConfig>;
+    now?: number;
+    /** Accepted with this maxTimestamp and offset delta of its record (-1: none). */
+    max?: [bigint, number];
+    /** Refused with this error code and record errors at these indexes. */
+    refused?: [number, number[]];
+  }[] = [
+    {
+      name: 'baseTimestamp near INT64_MAX plus a positive delta wraps to INT64_MIN + 3; without an after bound both records pass',
+      input: atDeltas(INT64_MAX - 1n, [0n, 5n]),
+      config: { messageTimestampAfterMaxMs: NO_BOUND },
+      max: [INT64_MAX - 1n, 0],
+    },
+    {
+      name: 'the largest delta is not the largest timestamp once a sum wraps',
+      input: atDeltas(INT64_MAX - 1n, [5n, 0n], Compression.Lz4),
+      config: { messageTimestampAfterMaxMs: NO_BOUND },
+      max: [INT64_MAX - 1n, 1],
+    },
+    {
+      name: 'a sum below INT64_MIN wraps to the top and becomes the max',
+      input: atDeltas(INT64_MIN + 2n, [0n, -5n]),
+      config: { messageTimestampAfterMaxMs: NO_BOUND },
+      max: [INT64_MAX - 2n, 1],
+    },
+    {
+      name: 'with the 4.0 default after.max.ms (1 hour) both are refused: the wrapped one because now - t wraps too',
+      input: atDeltas(INT64_MAX - 1n, [0n, 5n]),
+      refused: [ErrorCode.INVALID_TIMESTAMP, [0, 1]],
+    },
+    {
+      name: 'a timestamp of INT64_MIN counts as ahead of the clock (now - t wraps negative)',
+      input: atDeltas(INT64_MIN, [0n]),
+      refused: [ErrorCode.INVALID_TIMESTAMP, [0]],
+    },
+    {
+      name: 'a timestamp of INT64_MIN with no after bound is accepted, and is no max',
+      input: atDeltas(INT64_MIN, [0n]),
+      config: { messageTimestampAfterMaxMs: NO_BOUND },
+      max: [-1n, -1],
+    },
+    { name: 'exactly after.max.ms ahead is accepted', input: buildBatch({ records: ts(1000n, 3_605_000n) }), max: [3_605_000n, 1] },
+    {
+      name: 'one ms further is refused, for that record only',
+      input: buildBatch({ records: ts(1000n, 3_605_001n, 2000n, 3_700_000n) }),
+      refused: [ErrorCode.INVALID_TIMESTAMP, [1, 3]],
+    },
+    {
+      name: 'after.max.ms set lower',
+      input: buildBatch({ records: ts(5010n, 5011n) }),
+      config: { messageTimestampAfterMaxMs: 10 },
+      refused: [ErrorCode.INVALID_TIMESTAMP, [1]],
+    },
+    {
+      name: 'before.max.ms: a record older than that is refused',
+      input: buildBatch({ records: ts(4000n, 3999n) }),
+      config: { messageTimestampBeforeMaxMs: 1000 },
+      refused: [ErrorCode.INVALID_TIMESTAMP, [1]],
+    },
+    {
+      name: 'a record without a timestamp (-1) is exempt from the bounds',
+      input: buildBatch({ records: ts(-1n, 4500n) }),
+      config: { messageTimestampBeforeMaxMs: 1000 },
+      max: [4500n, 1],
+    },
+    {
+      name: 'the default before bound is Long.MAX_VALUE: a record from long ago is accepted',
+      input: buildBatch({ records: ts(-(2n ** 62n), 4000n) }),
+      max: [4000n, 1],
+    },
+    {
+      name: 'a before bound just under MAX_SAFE_INTEGER is a bound',
+      input: buildBatch({ records: ts(-(2n ** 62n), 4000n) }),
+      config: { messageTimestampBeforeMaxMs: NO_BOUND - 1 },
+      refused: [ErrorCode.INVALID_TIMESTAMP, [0]],
+    },
+    {
+      name: 'a real clock: a producer 2 hours fast is refused',
+      input: buildBatch({ records: ts(1_700_007_200_000n) }),
+      now: 1_700_000_000_000,
+      refused: [ErrorCode.INVALID_TIMESTAMP, [0]],
+    },
+    {
+      name: 'LogAppendTime topic: the bounds do not apply',
+      input: buildBatch({ records: ts(10n ** 15n) }),
+      config: { messageTimestampType: 'LogAppendTime' },
+      max: [5000n, 0],
+    },
+    {
+      name: 'LogAppendTime topic: a batch its producer marked LogAppendTime is refused, every record',
+      input: markedLogAppendTime(buildBatch({ records: rec(3) }), 1000n),
+      config: { messageTimestampType: 'LogAppendTime' },
+      refused: [ErrorCode.INVALID_TIMESTAMP, [0, 1, 2]],
+    },
+    {
+      name: 'CreateTime topic: every record of a batch marked LogAppendTime takes the batch maxTimestamp',
+      input: markedLogAppendTime(buildBatch({ records: ts(100n, 300n, 200n) }), 4000n),
+      max: [4000n, 0],
+    },
+    {
+      name: 'CreateTime topic: a batch marked LogAppendTime with maxTimestamp -1 is refused, every record',
+      input: markedLogAppendTime(buildBatch({ records: ts(100n, 300n) }), -1n),
+      refused: [ErrorCode.INVALID_TIMESTAMP, [0, 1]],
+    },
+    {
+      name: 'CreateTime topic: a batch marked LogAppendTime is held to the bounds through its maxTimestamp',
+      input: markedLogAppendTime(buildBatch({ records: ts(100n, 300n), compression: Compression.Gzip }), 10n ** 13n),
+      refused: [ErrorCode.INVALID_TIMESTAMP, [0, 1]],
+    },
+    {
+      name: 'compressed batch, same rule',
+      input: buildBatch({ records: ts(1000n, 2000n, 10n ** 13n), compression: Compression.Zstd }),
+      refused: [ErrorCode.INVALID_TIMESTAMP, [2]],
+    },
+    {
+      name: 'compacted topic: a missing key is that record error, the others are judged on their timestamp',
+      input: buildBatch({
+        records: [
+          { key: null, value: 'a', timestamp: 10n ** 13n },
+          { key: 'b', value: 'b', timestamp: 10n ** 13n },
+          { key: null, value: 'c', timestamp: 1000n },
+          { key: 'd', value: 'd', timestamp: 1000n },
+        ],
+      }),
+      config: { cleanupPolicy: ['compact'] },
+      refused: [ErrorCode.INVALID_TIMESTAMP, [0, 1, 2]],
+    },
+    {
+      name: 'a magic 1 message set spanning the whole int64 range converts and keeps its timestamps (the delta wraps)',
+      input: Buffer.concat([legacyEntry(INT64_MIN, 'a'), legacyEntry(INT64_MAX, 'b')]),
+      config: { messageTimestampAfterMaxMs: NO_BOUND },
+      max: [INT64_MAX, 1],
+    },
+    {
+      name: 'record errors count from the first record of the input',
+      input: Buffer.concat([buildBatch({ records: ts(1000n, 1001n, 1002n) }), buildBatch({ records: ts(1000n, 10n ** 13n) })]),
+      refused: [ErrorCode.INVALID_TIMESTAMP, [4]],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const r = validateAndAssignOffsets(c.input, ctx(c.config, 10n, c.now));
+      if (c.refused) {
+        const [code, indexes] = c.refused;
+        expect(r).toMatchObject({ ok: false, errorCode: code });
+        if (!r.ok) expect(r.recordErrors.map((e) => e.batchIndex)).toEqual(indexes);
+        return;
+      }
+      const [max, ofMax] = c.max!;
+      const v = ok(r);
+      expect(v.maxTimestamp).toBe(max);
+      expect(v.offsetOfMaxTimestamp).toBe(ofMax < 0 ? -1n : 10n + BigInt(ofMax));
+      const h = readBatchHeader(v.batches);
+      expect(h.maxTimestamp).toBe(max);
+      expect(h.attributes & TIMESTAMP_TYPE_LOG_APPEND).toBe(c.config?.messageTimestampType === 'LogAppendTime' ? TIMESTAMP_TYPE_LOG_APPEND : 0);
+      expect(batchCrcValid(v.batches, 0, v.batches.length)).toBe(true);
+    });
+  }
+
+  it('says which rule each record broke', () => {
+    const input = buildBatch({
+      records: [
+        { key: null, value: 'a', timestamp: 10n ** 13n },
+        { key: 'b', value: 'b', timestamp: 10n ** 13n },
+        { key: 'c', value: 'c', timestamp: 3000n },
+      ],
+    });
+    const r = validateAndAssignOffsets(input, ctx({ cleanupPolicy: ['compact'], messageTimestampBeforeMaxMs: 1000 }));
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.recordErrors.map((e) => e.message)).toEqual([
+      'a compacted topic needs a key on every record',
+      'timestamp 10000000000000 is more than 3600000 ms after the broker time 5000',
+      'timestamp 3000 is more than 1000 ms before the broker time 5000',
+    ]);
+  });
+
+  it('a missing key alone is INVALID_RECORD', () => {
+    const input = buildBatch({ records: [{ key: null, value: 'a', timestamp: 10n ** 13n }, { key: 'b', value: 'b', timestamp: 1000n }] });
+    expect(validateAndAssignOffsets(input, ctx({ cleanupPolicy: ['compact'] }))).toMatchObject({
+      ok: false,
+      errorCode: ErrorCode.INVALID_RECORD,
+      recordErrors: [{ batchIndex: 0 }],
+    });
   });
 });
 

@@ -106,6 +106,11 @@ interface Checked {
  * The same batch on a LogAppendTime topic at now = 5000 -> maxTimestamp 5000,
  * offsetOfMaxTimestamp 10, logAppendTime 5000n, and the stored batch carries the
  * LogAppendTime attribute bit, maxTimestamp 5000 and a recomputed CRC.
+ * On a CreateTime topic at now = 5000 with Kafka 4.0's default
+ * message.timestamp.after.max.ms of 3600000, record times 100, 3605001, 200 ->
+ * INVALID_TIMESTAMP with one record error, batchIndex 1. Record times are
+ * baseTimestamp + timestampDelta wrapped to int64, as Kafka's Java longs wrap:
+ * baseTimestamp 2^63 - 2 with deltas 0 and 5 gives 2^63 - 2 and -2^63 + 3.
  *
  * `recordErrors[].batchIndex` is, as in Kafka's ProduceResponse, the index of the
  * offending record, counted from the first record of `records`.
@@ -140,6 +145,8 @@ function validate(records: Buffer, ctx: ValidationContext, inPlace: boolean): Va
   }
 
   const compacted = ctx.config.cleanupPolicy.includes('compact');
+  const logAppend = ctx.config.messageTimestampType === 'LogAppendTime';
+  const limits = timestampLimits(ctx, logAppend);
   const checked: Checked[] = [];
   let recordBase = 0;
   let pos = 0;
@@ -183,9 +190,12 @@ function validate(records: Buffer, ctx: ValidationContext, inPlace: boolean): Va
       end = payload.length;
     }
     let maxTimestampDelta: number | null;
+    let minTimestampDelta: number;
     let offsetDeltaOfMax: number;
+    let nullKeys = false;
     if (scanRecordsFast(body, start, end, count, compacted)) {
       maxTimestampDelta = fastScan.maxTimestampDelta;
+      minTimestampDelta = fastScan.minTimestampDelta;
       offsetDeltaOfMax = fastScan.offsetDeltaOfMax;
     } else {
       const scan = scanRecords(body, start, end, count, compacted);
@@ -193,33 +203,32 @@ function validate(records: Buffer, ctx: ValidationContext, inPlace: boolean): Va
         const errors = scan.errorIndex < 0 ? [] : [{ batchIndex: recordBase + scan.errorIndex, message: scan.error }];
         return fail(scan.invalid ? ErrorCode.INVALID_RECORD : ErrorCode.CORRUPT_MESSAGE, scan.error, errors);
       }
-      if (scan.nullKeys.length > 0) {
-        const message = 'a compacted topic needs a key on every record';
-        return fail(
-          ErrorCode.INVALID_RECORD,
-          message,
-          scan.nullKeys.map((i) => ({ batchIndex: recordBase + i, message })),
-        );
-      }
+      nullKeys = scan.nullKeys.length > 0;
       maxTimestampDelta = scan.maxTimestampDelta;
+      minTimestampDelta = scan.minTimestampDelta;
       offsetDeltaOfMax = scan.offsetDeltaOfMax;
     }
 
+    // The usual batch is settled in doubles from its extreme deltas; anything
+    // else (a record error to report, a LogAppendTime batch from a client, a
+    // timestamp that may wrap or break a bound) is judged record by record.
+    const usual =
+      !nullKeys && (attributes & TIMESTAMP_TYPE_LOG_APPEND) === 0 && maxTimestampDelta !== null
+        ? usualMaxTimestamp(input, pos + BASE_TIMESTAMP, maxTimestampDelta, minTimestampDelta, limits)
+        : null;
     let maxRecordTimestamp: bigint;
-    if (maxTimestampDelta !== null) {
-      maxRecordTimestamp = timestampPlus(input, pos + BASE_TIMESTAMP, maxTimestampDelta);
+    if (usual !== null) {
+      maxRecordTimestamp = BigInt(usual);
     } else {
-      // A delta too wide for a double: rare enough to decode the batch for it.
-      const baseTimestamp = input.readBigInt64BE(pos + BASE_TIMESTAMP);
-      const decoded = decodeRecords(input.subarray(pos, pos + size));
-      if (!decoded.ok) return fail(ErrorCode.CORRUPT_MESSAGE, decoded.error);
-      maxRecordTimestamp = NO_TIMESTAMP - 1n;
-      for (const r of decoded.records) {
-        if (baseTimestamp + r.timestampDelta > maxRecordTimestamp) {
-          maxRecordTimestamp = baseTimestamp + r.timestampDelta;
-          offsetDeltaOfMax = r.offsetDelta;
-        }
+      const exact = judgeRecords(input.subarray(pos, pos + size), compacted, limits);
+      if (typeof exact === 'string') return fail(ErrorCode.CORRUPT_MESSAGE, exact);
+      if (exact.errors.length > 0) {
+        const errors = exact.errors.map((e) => ({ batchIndex: recordBase + e.batchIndex, message: e.message }));
+        if (exact.invalidTimestamp) return fail(ErrorCode.INVALID_TIMESTAMP, 'one or more records have an invalid timestamp', errors);
+        return fail(ErrorCode.INVALID_RECORD, NULL_KEY, errors);
       }
+      maxRecordTimestamp = exact.maxTimestamp;
+      offsetDeltaOfMax = exact.offsetDeltaOfMax;
     }
     if (maxRecordTimestamp <= NO_TIMESTAMP) {
       maxRecordTimestamp = NO_TIMESTAMP;
@@ -237,7 +246,6 @@ function validate(records: Buffer, ctx: ValidationContext, inPlace: boolean): Va
     out = outputBuffer(input.length);
     out.set(input);
   }
-  const logAppend = ctx.config.messageTimestampType === 'LogAppendTime';
   const now = BigInt(Math.trunc(ctx.now));
   const appended: AppendedBatch[] = [];
   let offset = ctx.nextOffset;
@@ -304,17 +312,125 @@ function outputBuffer(size: number): Buffer {
   return out;
 }
 
+const NULL_KEY = 'a compacted topic needs a key on every record';
+const LONG_MAX = (1n << 63n) - 1n;
+
 /**
- * The int64 at buf[at] plus `delta` (a safe integer), with one BigInt made
- * when the sum is exact as a double, as it is for any real clock reading.
+ * Kafka's timestamp rule (LogValidator.validateTimestamp). On a CreateTime
+ * topic a record with timestamp t other than -1 is refused when, in wrapping
+ * int64 arithmetic, diff = now - t > before or -diff > after. A record left
+ * unchecked by that (t = -1, or a LogAppendTime topic) is refused if its batch
+ * claims LogAppendTime, which only a broker may set. A configured bound of
+ * Number.MAX_SAFE_INTEGER or more is Kafka's Long.MAX_VALUE.
  */
-function timestampPlus(buf: Buffer, at: number, delta: number): bigint {
+interface TimestampLimits {
+  createTime: boolean;
+  ctx: ValidationContext;
+  /**
+   * The bounds as doubles, for usualMaxTimestamp: Infinity where a bound never
+   * applies, -Infinity in both when the clock is not a safe integer (every
+   * batch then takes the record-by-record check).
+   */
+  nowMs: number;
+  beforeMs: number;
+  afterMs: number;
+}
+
+function timestampLimits(ctx: ValidationContext, logAppend: boolean): TimestampLimits {
+  const never = Number.POSITIVE_INFINITY;
+  const nowMs = Math.trunc(ctx.now);
+  if (logAppend) return { createTime: false, ctx, nowMs: 0, beforeMs: never, afterMs: never };
+  if (!Number.isSafeInteger(nowMs)) return { createTime: true, ctx, nowMs: 0, beforeMs: -never, afterMs: -never };
+  const { messageTimestampBeforeMaxMs: before, messageTimestampAfterMaxMs: after } = ctx.config;
+  return {
+    createTime: true,
+    ctx,
+    nowMs,
+    beforeMs: before >= Number.MAX_SAFE_INTEGER ? never : before,
+    afterMs: after >= Number.MAX_SAFE_INTEGER ? never : after,
+  };
+}
+
+/** A bound as Kafka's long. */
+function longBound(ms: number): bigint {
+  return ms >= Number.MAX_SAFE_INTEGER ? LONG_MAX : BigInt(ms);
+}
+
+/**
+ * The largest record timestamp of a batch whose record timestamps are
+ * baseTimestamp + delta, computed in doubles, or null when the batch must be
+ * judged record by record. Exact because |baseTimestamp| < 2^52 here and the
+ * scans pass no delta beyond 2^52: no sum wraps, every timestamp and the clock
+ * are safe integers, and the records furthest before and after the clock are
+ * those with the smallest and largest deltas. Rounding of now - t, which may
+ * pass 2^53, cannot carry it across an integer bound below 2^53. A record at
+ * -1 is exempt from the bounds but counted here, which can only send a batch
+ * to the exact check.
+ */
+function usualMaxTimestamp(buf: Buffer, at: number, maxDelta: number, minDelta: number, lim: TimestampLimits): number | null {
   const hi = buf.readInt32BE(at);
-  if (hi >= -0x100000 && hi < 0x100000) {
-    const sum = hi * 4294967296 + buf.readUInt32BE(at + 4) + delta;
-    if (Number.isSafeInteger(sum)) return BigInt(sum);
-  }
-  return buf.readBigInt64BE(at) + BigInt(delta);
+  if (hi < -0x100000 || hi >= 0x100000) return null;
+  const base = hi * 4294967296 + buf.readUInt32BE(at + 4);
+  const max = base + maxDelta;
+  if (max - lim.nowMs > lim.afterMs || lim.nowMs - (base + minDelta) > lim.beforeMs) return null;
+  return max;
+}
+
+interface JudgedRecords {
+  /** Largest record timestamp above -1, else -1; offsetDeltaOfMax is then -1. */
+  maxTimestamp: bigint;
+  offsetDeltaOfMax: number;
+  /** One per refused record, in record order, batchIndex counted within the batch. */
+  errors: { batchIndex: number; message: string }[];
+  /** Some error is about a timestamp: the batch fails INVALID_TIMESTAMP, else INVALID_RECORD. */
+  invalidTimestamp: boolean;
+}
+
+/**
+ * Kafka's per-record checks of one v2 batch (at byte 0 of `batch`, already
+ * scanned), as LogValidator.validateRecord makes them: a missing key on a
+ * compacted topic, else the timestamp rule. Record timestamps are
+ * baseTimestamp + timestampDelta wrapped to int64, as Java's long addition in
+ * DefaultRecord.readFrom leaves them, or the batch maxTimestamp for every
+ * record of a batch marked LogAppendTime (DefaultRecordBatch). Returns a
+ * message when the batch does not decode.
+ */
+function judgeRecords(batch: Buffer, requireKey: boolean, lim: TimestampLimits): JudgedRecords | string {
+  const decoded = decodeRecords(batch);
+  if (!decoded.ok) return decoded.error;
+  const base = batch.readBigInt64BE(BASE_TIMESTAMP);
+  const logAppendBatch = (batch.readInt16BE(ATTRIBUTES) & TIMESTAMP_TYPE_LOG_APPEND) !== 0;
+  const batchMax = batch.readBigInt64BE(MAX_TIMESTAMP);
+  const now = BigInt.asIntN(64, BigInt(Math.trunc(lim.ctx.now)));
+  const before = longBound(lim.ctx.config.messageTimestampBeforeMaxMs);
+  const after = longBound(lim.ctx.config.messageTimestampAfterMaxMs);
+  const out: JudgedRecords = { maxTimestamp: NO_TIMESTAMP, offsetDeltaOfMax: -1, errors: [], invalidTimestamp: false };
+  decoded.records.forEach((r, i) => {
+    const t = logAppendBatch ? batchMax : BigInt.asIntN(64, base + r.timestampDelta);
+    if (requireKey && r.key === null) {
+      out.errors.push({ batchIndex: i, message: NULL_KEY });
+    } else if (lim.createTime && t !== NO_TIMESTAMP) {
+      const diff = BigInt.asIntN(64, now - t);
+      const why =
+        diff > before
+          ? `more than ${before} ms before the broker time ${now}`
+          : BigInt.asIntN(64, -diff) > after
+            ? `more than ${after} ms after the broker time ${now}`
+            : null;
+      if (why !== null) {
+        out.errors.push({ batchIndex: i, message: `timestamp ${t} is ${why}` });
+        out.invalidTimestamp = true;
+      }
+    } else if (logAppendBatch) {
+      out.errors.push({ batchIndex: i, message: 'its batch is marked LogAppendTime, which only a broker may set' });
+      out.invalidTimestamp = true;
+    }
+    if (t > out.maxTimestamp) {
+      out.maxTimestamp = t;
+      out.offsetDeltaOfMax = i;
+    }
+  });
+  return out;
 }
 
 function fail(errorCode: number, message: string, recordErrors: Failure['recordErrors'] = []): Failure {

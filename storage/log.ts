@@ -20,8 +20,11 @@ import { readPartitionCheckpoint, writePartitionCheckpoint } from './checkpoint.
 import { type Fs, nodeFs, writeFully } from './fs.js';
 import type { LogConfig } from './log-config.js';
 import { type ValidationResult, validateAndAssignOffsets } from './log-validator.js';
+import { type EpochEndOffset, LeaderEpochCache, type LeaderEpochs, UNDEFINED_EPOCH_OFFSET } from './leader-epoch-cache.js';
 import {
   type AppendedBatch,
+  BatchCursor,
+  CorruptRecordError,
   type FileRange,
   LOG_SUFFIX,
   LogSegment,
@@ -30,6 +33,7 @@ import {
   readRanges,
   segmentFileName,
 } from './segment.js';
+import { ATTRIBUTES, BASE_TIMESTAMP, PARTITION_LEADER_EPOCH, TIMESTAMP_TYPE_LOG_APPEND, decodeRecords } from '../wire/record-batch.js';
 
 export { type AppendedBatch, CorruptRecordError, type FileRange, type TimestampAndOffset, readRanges } from './segment.js';
 
@@ -75,6 +79,41 @@ function completeSwaps(fs: Fs, dir: string, names: readonly string[]): void {
     changed = true;
   }
   if (changed) fs.syncDir(dir);
+}
+
+/**
+ * The leader-epoch cache of a log being opened, consistent with its data.
+ * After a clean shutdown the checkpoint is (every change was written as it
+ * happened), down to an epoch a leader started at the log end without data
+ * yet. After a crash, entries from the log end on (a torn tail's) go, and
+ * each segment that was just rescanned adds the epochs its batches carry, as
+ * Kafka's segment recovery does. A missing or unreadable checkpoint is
+ * rebuilt from every segment. Then the log start offset clamps the front.
+ * One write at most.
+ */
+function loadLeaderEpochs(
+  fs: Fs,
+  dir: string,
+  clean: boolean,
+  segments: readonly LogSegment[],
+  recovered: readonly LogSegment[],
+  logStartOffset: bigint,
+  logEndOffset: bigint,
+): LeaderEpochCache {
+  const { cache, found } = LeaderEpochCache.load(fs, dir);
+  cache.batch(() => {
+    cache.truncateFromEnd(clean ? logEndOffset + 1n : logEndOffset);
+    for (const seg of found ? segments.filter((s) => recovered.includes(s)) : segments) {
+      const cursor = new BatchCursor(seg.file, 0, seg.size, false);
+      while (cursor.next()) {
+        const epoch = cursor.buf.readInt32BE(cursor.at + PARTITION_LEADER_EPOCH);
+        const latest = cache.latestEntry();
+        if (epoch >= 0 && (latest === undefined || epoch > latest.epoch)) cache.assign(epoch, cursor.baseOffset);
+      }
+    }
+    cache.truncateFromStart(logStartOffset);
+  });
+  return cache;
 }
 
 /** What the validator learned about batches whose offsets it assigned. */
@@ -138,6 +177,7 @@ export class PartitionLog {
     opts: OpenOptions,
     segments: LogSegment[],
     start: { logStartOffset: bigint; highWatermark: bigint; recoveryPoint: bigint },
+    private readonly epochs: LeaderEpochCache,
   ) {
     this.fs = opts.fs ?? nodeFs;
     this.now = opts.now ?? Date.now;
@@ -216,11 +256,19 @@ export class PartitionLog {
       let highWatermark = checkpoint?.highWatermark ?? logStartOffset;
       if (highWatermark < logStartOffset) highWatermark = logStartOffset;
       if (highWatermark > logEndOffset) highWatermark = logEndOffset;
-      const log = new PartitionLog(dir, config, opts, segments, {
-        logStartOffset,
-        highWatermark,
-        recoveryPoint: logEndOffset, // clean, or everything above was just verified and fsynced
-      });
+      const epochs = loadLeaderEpochs(fs, dir, clean, segments, recovered, logStartOffset, logEndOffset);
+      const log = new PartitionLog(
+        dir,
+        config,
+        opts,
+        segments,
+        {
+          logStartOffset,
+          highWatermark,
+          recoveryPoint: logEndOffset, // clean, or everything above was just verified and fsynced
+        },
+        epochs,
+      );
       if (clean) {
         // From here on a crash must lead to recovery.
         fs.unlink(markerPath);
@@ -319,6 +367,10 @@ export class PartitionLog {
       if (this.active.shouldRoll(batches.length, info.maxTimestamp, info.lastOffset, this.now())) this.rollAt(info.firstOffset);
       this.active.append(batches, info.appended, info.lastOffset);
       this.active.lastModifiedMs = this.now();
+      for (const b of info.appended) {
+        const epoch = batches.readInt32BE(b.position + PARTITION_LEADER_EPOCH);
+        if (epoch >= 0) this.epochs.assign(epoch, b.baseOffset);
+      }
     });
     this.unflushedMessages += Number(info.lastOffset - info.firstOffset + 1n);
     this.oldestUnflushedMs ??= this.now();
@@ -395,6 +447,89 @@ export class PartitionLog {
     return null;
   }
 
+  /** The partition's leader epochs, read-only: the log changes them as it appends and truncates. */
+  get leaderEpochs(): LeaderEpochs {
+    return this.epochs;
+  }
+
+  /**
+   * Records that `epoch` starts at `startOffset` unless the latest known
+   * epoch already is `epoch` (Kafka's maybeAssignEpochStartOffset): what a
+   * broker does on becoming leader, so that the previous epoch's end is known
+   * before the new leader takes any data. Throws StorageError when the
+   * checkpoint cannot be written.
+   *
+   * Example: on a log ending at 8n whose batches are all of epoch 0,
+   * maybeAssignEpochStartOffset(2, 8n) makes endOffsetForEpoch(0) answer
+   * { epoch: 0, endOffset: 8n }.
+   */
+  maybeAssignEpochStartOffset(epoch: number, startOffset: bigint): void {
+    this.checkWritable();
+    this.guard('leader epoch checkpoint', () => void this.epochs.assign(epoch, startOffset));
+  }
+
+  /**
+   * The largest epoch at most `epoch` and where it ended (the log end for the
+   * latest), or null where Kafka answers UNDEFINED (see
+   * LeaderEpochCache.endOffsetFor). Example: epochs [(0, 0), (2, 8)], log end
+   * 12n: endOffsetForEpoch(1) -> { epoch: 0, endOffset: 8n }; endOffsetForEpoch(3) -> null.
+   */
+  endOffsetForEpoch(epoch: number): EpochEndOffset | null {
+    const found = this.epochs.endOffsetFor(epoch, this.logEndOffset);
+    return found.endOffset === UNDEFINED_EPOCH_OFFSET ? null : found;
+  }
+
+  /**
+   * ListOffsets MAX_TIMESTAMP (-3) as Kafka's UnifiedLog answers it: in the
+   * first segment holding the largest batch max timestamp, the first batch
+   * whose max timestamp is that, and in it the first record carrying it
+   * (every record, for a LogAppendTime batch), with the batch's leader epoch
+   * (-1 when it has none). Null for a log without batches. Like Kafka, the
+   * log start offset is not consulted: after DeleteRecords the answer may lie
+   * below it.
+   *
+   * Example: batches 0..2 (timestamps 10, 1000, 20) and 3..4 (5, 6):
+   * offsetForMaxTimestamp() -> { offset: 1n, timestamp: 1000n, leaderEpoch: 0 }.
+   * Throws CorruptRecordError when that batch does not decode.
+   */
+  offsetForMaxTimestamp(): (TimestampAndOffset & { leaderEpoch: number }) | null {
+    let seg = this.segments[0]!;
+    for (const s of this.segments) if (s.maxTimestamp > seg.maxTimestamp) seg = s;
+    const target = seg.maxTimestamp;
+    const from = seg.findBatch(seg.offsetOfMaxTimestamp)?.position ?? 0;
+    const cursor = new BatchCursor(seg.file, from, seg.size, true);
+    while (cursor.next()) {
+      if (cursor.maxTimestamp !== target) continue;
+      const batch = cursor.buf.subarray(cursor.at, cursor.at + cursor.size);
+      const decoded = decodeRecords(batch);
+      if (!decoded.ok) throw new CorruptRecordError(`${seg.file.path}: batch at ${cursor.position}: ${decoded.error}`);
+      const logAppendTime = (batch.readInt16BE(ATTRIBUTES) & TIMESTAMP_TYPE_LOG_APPEND) !== 0;
+      const baseTimestamp = batch.readBigInt64BE(BASE_TIMESTAMP);
+      const record = decoded.records.find((r) => logAppendTime || BigInt.asIntN(64, baseTimestamp + r.timestampDelta) === target);
+      if (!record) return null;
+      const epoch = batch.readInt32BE(PARTITION_LEADER_EPOCH);
+      return { offset: cursor.baseOffset + BigInt(record.offsetDelta), timestamp: target, leaderEpoch: epoch >= 0 ? epoch : -1 };
+    }
+    if (cursor.problem) throw new CorruptRecordError(`${seg.file.path}: ${cursor.problem}`);
+    return null;
+  }
+
+  /**
+   * The partition leader epoch stamped on the batch holding `offset`, -1 when
+   * no stored batch holds it. Example: after append(<batch of 3>, 5) on a new
+   * log, batchLeaderEpochAt(2n) -> 5 and batchLeaderEpochAt(3n) -> -1.
+   */
+  batchLeaderEpochAt(offset: bigint): number {
+    if (offset < 0n || offset >= this.logEndOffset) return -1;
+    const seg = this.segments[this.segmentIndexFor(offset)]!;
+    const found = seg.findBatch(offset);
+    if (!found || found.baseOffset > offset) return -1;
+    const b = Buffer.allocUnsafe(4);
+    if (seg.file.read(b, 0, 4, found.position + PARTITION_LEADER_EPOCH) !== 4) return -1;
+    const epoch = b.readInt32BE(0);
+    return epoch >= 0 ? epoch : -1;
+  }
+
   /**
    * Moves the high watermark forward, never past the log end offset and never
    * back. Returns the high watermark after the call.
@@ -429,6 +564,7 @@ export class PartitionLog {
     this.guard('truncate', () => {
       while (this.segments.length > 1 && this.active.baseOffset >= offset) this.segments.pop()!.delete();
       this.active.truncateTo(offset);
+      this.epochs.truncateFromEnd(offset);
       if (this._highWatermark > offset) this._highWatermark = offset;
       if (this.recoveryPoint > offset) this.recoveryPoint = offset;
       this.writeCheckpoint();
@@ -454,6 +590,7 @@ export class PartitionLog {
       this._logStartOffset = offset;
       this._highWatermark = offset;
       this.recoveryPoint = offset;
+      this.epochs.clear();
       this.unflushedMessages = 0;
       this.oldestUnflushedMs = null;
       fresh.flush();
@@ -483,6 +620,7 @@ export class PartitionLog {
       if (this.active.size > 0 && this.active.nextOffset <= offset) this.rollAt(this.logEndOffset);
       while (this.segments.length > 1 && this.segments[1]!.baseOffset <= offset) this.segments.shift()!.delete();
       this.writeCheckpoint();
+      this.epochs.truncateFromStart(offset);
     });
     return { ok: true, lowWatermark: this._logStartOffset };
   }
@@ -558,6 +696,7 @@ export class PartitionLog {
       const first = this.segments[0]!.baseOffset;
       if (first > this._logStartOffset) this._logStartOffset = first;
       this.writeCheckpoint();
+      this.epochs.truncateFromStart(this._logStartOffset);
       for (const seg of gone) seg.close();
       for (const seg of gone) seg.delete();
       this.fs.syncDir(this.dir);

@@ -694,7 +694,8 @@ export class LogSegment {
     const maxTimestamp = batch.readBigInt64BE(MAX_TIMESTAMP);
     for (const record of decoded.records) {
       const offset = baseOffset + BigInt(record.offsetDelta);
-      const ts = logAppendTime ? maxTimestamp : baseTimestamp + record.timestampDelta;
+      // Java's long addition wraps; so does the record timestamp Kafka computes.
+      const ts = logAppendTime ? maxTimestamp : BigInt.asIntN(64, baseTimestamp + record.timestampDelta);
       if (ts >= target && offset >= minOffset) return { offset, timestamp: ts };
     }
     return null;

@@ -5,18 +5,34 @@ import {
   BATCH_LENGTH,
   Compression,
   CONTROL,
+  LOG_OVERHEAD,
   RECORD_COUNT,
   TRANSACTIONAL,
   batchCrcValid,
   buildBatch,
   decodeRecords,
+  fastScan,
   readBatchHeader,
   scanRecords,
+  scanRecordsFast,
   writeBatchCrc,
 } from './record-batch.js';
 import { seededRandom } from './seeded-random.js';
 
 const codecs = [Compression.None, Compression.Gzip, Compression.Snappy, Compression.Lz4, Compression.Zstd];
+
+/**
+ * A one-record batch (no key, no value, no headers) whose timestampDelta is
+ * encoded as the given varlong bytes, however long.
+ */
+function withTimestampBytes(varlong: number[]): Buffer {
+  const body = Buffer.from([0, ...varlong, 0, 1, 1, 0]);
+  const header = buildBatch({ records: [{ timestamp: 0n }] }).subarray(0, BATCH_HEADER_SIZE);
+  const batch = Buffer.concat([header, Buffer.from([body.length * 2]), body]);
+  batch.writeInt32BE(batch.length - LOG_OVERHEAD, BATCH_LENGTH);
+  writeBatchCrc(batch, 0, batch.length);
+  return batch;
+}
 
 describe('buildBatch', () => {
   it('writes the header a producer would', () => {
@@ -91,10 +107,44 @@ describe('decodeRecords', () => {
     });
   }
 
+  it('gives back any int64 timestamps: a delta past int64 wraps, as in Kafka', () => {
+    const min = -(2n ** 63n);
+    const max = 2n ** 63n - 1n;
+    const batch = buildBatch({ records: [{ timestamp: min }, { timestamp: max }, { timestamp: 0n }] });
+    expect(readBatchHeader(batch)).toMatchObject({ baseTimestamp: min, maxTimestamp: max });
+    const decoded = decodeRecords(batch);
+    if (!decoded.ok) throw new Error(decoded.error);
+    expect(decoded.records.map((r) => r.timestampDelta)).toEqual([0n, -1n, min]);
+    expect(decoded.records.map((r) => BigInt.asIntN(64, min + r.timestampDelta))).toEqual([min, max, 0n]);
+  });
+
   it('keeps 64-bit timestamp deltas exact', () => {
     const batch = buildBatch({ records: [{ timestamp: -(2n ** 61n) }, { timestamp: 2n ** 61n }] });
     const decoded = decodeRecords(batch);
     expect(decoded.ok && decoded.records[1]!.timestampDelta).toBe(2n ** 62n);
+  });
+
+  it('reads a 10-byte timestamp varlong as Kafka does: only the low bit of the 10th byte counts', () => {
+    // ByteUtils.readVarlong shifts the 10th byte left by 63, so a Java long keeps
+    // its lowest bit alone; zigzag then maps 2^63 to 2^62.
+    const pad = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80];
+    const table: [number, bigint][] = [
+      [0x00, 0n],
+      [0x01, 2n ** 62n],
+      [0x7e, 0n],
+      [0x7f, 2n ** 62n],
+    ];
+    for (const [last, delta] of table) {
+      const batch = withTimestampBytes([...pad, last]);
+      const decoded = decodeRecords(batch);
+      expect(decoded.ok && decoded.records[0]!.timestampDelta).toBe(delta);
+      // Too wide for the scans' doubles, but well formed.
+      expect(scanRecords(batch, BATCH_HEADER_SIZE, batch.length, 1, false)).toMatchObject({ error: null, maxTimestampDelta: null });
+    }
+    // An 11th byte is past what Kafka reads.
+    const long = withTimestampBytes([...pad, 0x80, 0x00]);
+    expect(decodeRecords(long)).toMatchObject({ ok: false });
+    expect(scanRecords(long, BATCH_HEADER_SIZE, long.length, 1, false).error).toMatch(/longer than 64 bits/);
   });
 
   it('reports bad input as a value', () => {
@@ -150,7 +200,17 @@ describe('scanRecords', () => {
       ],
     });
     const scan = scanRecords(batch, BATCH_HEADER_SIZE, batch.length, 4, true);
-    expect(scan).toMatchObject({ error: null, maxTimestampDelta: 200, offsetDeltaOfMax: 1, nullKeys: [1, 3] });
+    expect(scan).toMatchObject({ error: null, maxTimestampDelta: 200, minTimestampDelta: -50, offsetDeltaOfMax: 1, nullKeys: [1, 3] });
+  });
+
+  it('reports the smallest and largest deltas from the fast scan too', () => {
+    const batch = buildBatch({
+      baseTimestamp: 1000n,
+      records: [300n, 1000n, 20n, 5000n, 20n].map((timestamp, i) => ({ key: `k${i}`, value: 'v', timestamp })),
+    });
+    expect(scanRecordsFast(batch, BATCH_HEADER_SIZE, batch.length, 5, true)).toBe(true);
+    expect(fastScan).toEqual({ maxTimestampDelta: 4000, minTimestampDelta: -980, offsetDeltaOfMax: 3 });
+    expect(scanRecords(batch, BATCH_HEADER_SIZE, batch.length, 5, true)).toMatchObject({ maxTimestampDelta: 4000, minTimestampDelta: -980 });
   });
 
   it('flags out-of-order offset deltas as invalid, not corrupt', () => {

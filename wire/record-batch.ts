@@ -30,6 +30,7 @@ export const COMPRESSION_MASK = 0x07;
 export const TIMESTAMP_TYPE_LOG_APPEND = 0x08;
 export const TRANSACTIONAL = 0x10;
 export const CONTROL = 0x20;
+/** Set by the log cleaner (KIP-534): baseTimestamp then holds the batch's delete horizon; see deleteHorizonMs. */
 export const DELETE_HORIZON = 0x40;
 
 export { Compression };
@@ -85,6 +86,20 @@ export function writeBatchCrc(buf: Buffer, at: number, size: number): void {
   buf.writeUInt32BE(crc32c(buf, at + ATTRIBUTES, at + size), at + CRC);
 }
 
+/**
+ * The delete horizon of the batch at `at`: its baseTimestamp when the
+ * DELETE_HORIZON attribute bit is set, else null. The log cleaner stamps it
+ * when it first keeps a tombstone, and drops the batch's tombstones once the
+ * clock reaches it. Record timestamps stay baseTimestamp + timestampDelta
+ * either way, so readers need not know about the bit.
+ *
+ * Example: a batch the cleaner kept at now = 10000 with delete.retention.ms
+ * 1000 -> 11000n; a batch as a producer wrote it -> null.
+ */
+export function deleteHorizonMs(buf: Buffer, at = 0): bigint | null {
+  return (buf.readInt16BE(at + ATTRIBUTES) & DELETE_HORIZON) !== 0 ? buf.readBigInt64BE(at + BASE_TIMESTAMP) : null;
+}
+
 export const MAGIC_V2 = 2;
 /** The smallest batchLength: the header after the batchLength field, no records. */
 export const MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD;
@@ -134,7 +149,7 @@ export function decodeRecords(batch: Buffer): DecodeRecordsResult {
       break;
     }
     r.int8();
-    const timestampDelta = r.varlong();
+    const timestampDelta = varlong64(r);
     const offsetDelta = r.varint();
     const key = varBytes(r);
     const value = varBytes(r);
@@ -153,6 +168,32 @@ export function decodeRecords(batch: Buffer): DecodeRecordsResult {
   if (r.error !== null) return { ok: false, error: r.error };
   if (r.remaining !== 0) return { ok: false, error: `${r.remaining} bytes after the last of ${count} records` };
   return { ok: true, records };
+}
+
+/**
+ * A zigzag varlong as Kafka's ByteUtils.readVarlong reads one: at most 10 bytes,
+ * and of the 10th only its lowest bit counts (Java's shift by 63 drops the rest),
+ * so a padded or overlong encoding that Kafka accepts decodes here to the same
+ * int64 rather than failing.
+ */
+function varlong64(r: Reader): bigint {
+  let value = 0n;
+  for (let i = 0; i < 10; i++) {
+    if (r.pos >= r.end) {
+      r.fail('truncated varlong');
+      return 0n;
+    }
+    const b = r.buf[r.pos++]!;
+    if (i === 9) {
+      if (b >= 0x80) break;
+      value |= BigInt(b & 1) << 63n;
+      return (value >> 1n) ^ -(value & 1n);
+    }
+    value |= BigInt(b & 0x7f) << BigInt(7 * i);
+    if (b < 0x80) return (value >> 1n) ^ -(value & 1n);
+  }
+  r.fail('varlong longer than 10 bytes');
+  return 0n;
 }
 
 function varBytes(r: Reader): Buffer | null {
@@ -220,7 +261,9 @@ export function buildBatch(opts: BuildBatchOptions): Buffer {
     const timestamp = rec.timestamp ?? baseTimestamp;
     if (timestamp > maxTimestamp) maxTimestamp = timestamp;
     scratch.pos = 0;
-    scratch.int8(0).varlong(timestamp - baseTimestamp).varint(i);
+    // The delta wraps to int64 as Java's does, so that baseTimestamp + delta,
+    // wrapped again on reading, gives back any int64 timestamp.
+    scratch.int8(0).varlong(BigInt.asIntN(64, timestamp - baseTimestamp)).varint(i);
     writeVarBytes(scratch, rec.key ?? null);
     writeVarBytes(scratch, rec.value ?? null);
     const headers = rec.headers ?? [];
@@ -276,6 +319,8 @@ export interface RecordScan {
   errorIndex: number;
   /** Largest timestampDelta, or null for a batch whose deltas need 64-bit arithmetic. */
   maxTimestampDelta: number | null;
+  /** Smallest timestampDelta; meaningful only when maxTimestampDelta is not null. */
+  minTimestampDelta: number;
   /** offsetDelta of the first record carrying maxTimestampDelta. */
   offsetDeltaOfMax: number;
   /** Indexes (within the batch) of records with a null key, when keys are required. */
@@ -292,13 +337,21 @@ export interface RecordScan {
  */
 export function scanRecords(buf: Buffer, start: number, end: number, count: number, requireKey: boolean): RecordScan {
   if (scanRecordsFast(buf, start, end, count, requireKey)) {
-    return { error: null, invalid: false, errorIndex: -1, maxTimestampDelta: fastScan.maxTimestampDelta, offsetDeltaOfMax: fastScan.offsetDeltaOfMax, nullKeys: [] };
+    return {
+      error: null,
+      invalid: false,
+      errorIndex: -1,
+      maxTimestampDelta: fastScan.maxTimestampDelta,
+      minTimestampDelta: fastScan.minTimestampDelta,
+      offsetDeltaOfMax: fastScan.offsetDeltaOfMax,
+      nullKeys: [],
+    };
   }
   return scanRecordsExact(buf, start, end, count, requireKey);
 }
 
 /** What the last successful scanRecordsFast found; overwritten by the next call. */
-export const fastScan = { maxTimestampDelta: 0, offsetDeltaOfMax: -1 };
+export const fastScan = { maxTimestampDelta: 0, minTimestampDelta: 0, offsetDeltaOfMax: -1 };
 
 /** Where slowUVarint stopped reading. */
 let varintEnd = 0;
@@ -328,15 +381,16 @@ function slowUVarint(buf: Buffer, pos: number, limit: number): number {
  * The accepting path of scanRecords: true when the records are well formed,
  * every offset delta is in place, every key is present (if `requireKey`) and
  * every timestamp delta's zigzag encoding is a safe integer of at most 8 bytes,
- * with the largest delta and the
- * offset delta of its first record in `fastScan`. False means only that the
- * exact scan must decide: the records may be bad, or merely unusual.
+ * with the largest and smallest deltas and the offset delta of the first record
+ * carrying the largest in `fastScan`. False means only that the exact scan
+ * must decide: the records may be bad, or merely unusual.
  * No allocation, no BigInt: a single loop over the bytes, varints decoded
  * inline when they take one byte, keys, values and headers skipped by length.
  */
 export function scanRecordsFast(buf: Buffer, start: number, end: number, count: number, requireKey: boolean): boolean {
   let pos = start;
   let maxDelta = Number.NEGATIVE_INFINITY;
+  let minDelta = Number.POSITIVE_INFINITY;
   let ofMax = -1;
   let u = 0;
   let b = 0;
@@ -383,6 +437,7 @@ export function scanRecordsFast(buf: Buffer, start: number, end: number, count: 
       maxDelta = delta;
       ofMax = i;
     }
+    if (delta < minDelta) minDelta = delta;
     // offsetDelta, which must be i
     if (pos >= recordEnd) return false;
     u = buf[pos]!;
@@ -486,15 +541,17 @@ export function scanRecordsFast(buf: Buffer, start: number, end: number, count: 
   }
   if (pos !== end || count <= 0) return false;
   fastScan.maxTimestampDelta = maxDelta;
+  fastScan.minTimestampDelta = minDelta;
   fastScan.offsetDeltaOfMax = ofMax;
   return true;
 }
 
 /** scanRecords decoding every field in turn, with a message for the first fault. */
 function scanRecordsExact(buf: Buffer, start: number, end: number, count: number, requireKey: boolean): RecordScan {
-  const scan: RecordScan = { error: null, invalid: false, errorIndex: -1, maxTimestampDelta: null, offsetDeltaOfMax: -1, nullKeys: [] };
+  const scan: RecordScan = { error: null, invalid: false, errorIndex: -1, maxTimestampDelta: null, minTimestampDelta: 0, offsetDeltaOfMax: -1, nullKeys: [] };
   let pos = start;
   let maxDelta = Number.NEGATIVE_INFINITY;
+  let minDelta = Number.POSITIVE_INFINITY;
   let wide = false;
   // Cursor state lives in locals; `bad` is set by the readers below on the first
   // failure, and every later read then returns 0 without moving.
@@ -556,6 +613,7 @@ function scanRecordsExact(buf: Buffer, start: number, end: number, count: number
         maxDelta = delta;
         scan.offsetDeltaOfMax = i;
       }
+      if (delta < minDelta) minDelta = delta;
     }
     const offsetDelta = varint(recordEnd);
     if (bad === null && offsetDelta !== i) {
@@ -589,6 +647,9 @@ function scanRecordsExact(buf: Buffer, start: number, end: number, count: number
   }
   if (bad === null && pos !== end) bad = `${end - pos} bytes after the last of ${count} records`;
   scan.error = bad;
-  if (bad === null && !wide && count > 0) scan.maxTimestampDelta = maxDelta;
+  if (bad === null && !wide && count > 0) {
+    scan.maxTimestampDelta = maxDelta;
+    scan.minTimestampDelta = minDelta;
+  }
   return scan;
 }
