@@ -7,10 +7,16 @@ import { ctxFor, testServices } from './test-services.js';
 describe('ApiVersions', () => {
   const services = testServices();
 
-  it('advertises exactly the registered handlers, each from version 0', () => {
+  it('advertises exactly the registered handlers, each from version 0 unless Kafka 4.0 dropped its old versions', () => {
     const res = apiVersions.handle({ clientSoftwareName: 'c', clientSoftwareVersion: '1' }, ctxFor(services, 3)) as any;
     expect(res.errorCode).toBe(ErrorCode.NONE);
-    expect(res.apiKeys).toEqual(HANDLERS.map((h) => ({ apiKey: h.apiKey, minVersion: 0, maxVersion: h.maxVersion })).sort((a, b) => a.apiKey - b.apiKey));
+    // KIP-896: Kafka 4.0 serves ListOffsets from v1 and OffsetForLeaderEpoch from v2, and advertises just that.
+    const removedInKafka4 = new Map([[2, 1], [23, 2]]);
+    expect(res.apiKeys).toEqual(
+      HANDLERS.map((h) => ({ apiKey: h.apiKey, minVersion: removedInKafka4.get(h.apiKey) ?? 0, maxVersion: h.maxVersion })).sort((a, b) => a.apiKey - b.apiKey),
+    );
+    expect(res.apiKeys).toContainEqual({ apiKey: 2, minVersion: 1, maxVersion: 10 });
+    expect(res.apiKeys).toContainEqual({ apiKey: 23, minVersion: 2, maxVersion: 4 });
     expect(res.apiKeys).toContainEqual({ apiKey: 18, minVersion: 0, maxVersion: 4 });
     expect(res.apiKeys).toContainEqual({ apiKey: 3, minVersion: 0, maxVersion: 12 });
   });

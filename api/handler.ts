@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { MessageDecl } from '../wire/schema.js';
+import type { StaticBrokerConfig } from '../cluster/broker-configs.js';
 import type { MetadataStore } from '../cluster/metadata-image.js';
 import type { ReplicaManager } from '../cluster/replica-manager.js';
 
@@ -13,6 +14,24 @@ export interface BrokerSettings {
   readonly autoCreateTopicsEnable: boolean;
   readonly numPartitions: number;
   readonly defaultReplicationFactor: number;
+  /** fetch.max.bytes; Fetch uses Kafka's default when absent. */
+  readonly fetchMaxBytes?: number;
+  /** max.incremental.fetch.session.cache.slots; Fetch uses Kafka's default when absent. */
+  readonly maxIncrementalFetchSessionCacheSlots?: number;
+  /** offsets.topic.* and transaction.state.log.*: the internal topics FindCoordinator creates; Kafka's defaults when absent. */
+  readonly offsetsTopicNumPartitions?: number;
+  readonly offsetsTopicReplicationFactor?: number;
+  readonly offsetsTopicSegmentBytes?: number;
+  readonly transactionStateLogNumPartitions?: number;
+  readonly transactionStateLogReplicationFactor?: number;
+  readonly transactionStateLogMinIsr?: number;
+  readonly transactionStateLogSegmentBytes?: number;
+  /**
+   * What the operator set at start and gregor's own config keys, for
+   * DescribeConfigs and the broker-wide topic config defaults; none set
+   * when absent (handler tests).
+   */
+  readonly staticConfig?: StaticBrokerConfig;
 }
 
 /** What a handler may reach: the cluster's services, never sockets or files. */
@@ -50,7 +69,12 @@ export interface ApiHandler<Req = any, Res = any> {
   readonly name: string;
   readonly request: MessageDecl;
   readonly response: MessageDecl;
-  /** Always 0 so that old clients keep their features (see CLIENT-MATRIX traps 1 and 2). */
+  /**
+   * 0 so that old clients keep their features (see CLIENT-MATRIX traps 1 and
+   * 2), except where Kafka 4.0 removed old versions that no client needs for a
+   * feature check (KIP-896: ListOffsets v0, OffsetForLeaderEpoch v0-1): there
+   * it is Kafka 4.0's minimum, advertised as Kafka advertises it.
+   */
   readonly minVersion: number;
   readonly maxVersion: number;
   handle(req: Req, ctx: RequestContext): Promise<Res | typeof NO_RESPONSE> | Res | typeof NO_RESPONSE;

@@ -5,10 +5,40 @@
  */
 import type { ApiHandler, ApiVersionRange } from './handler.js';
 import { apiVersions } from './api-versions.js';
+import { fetch } from './fetch.js';
+import { findCoordinator } from './find-coordinator.js';
+import { listOffsets } from './list-offsets.js';
+import { offsetForLeaderEpoch } from './offset-for-leader-epoch.js';
+import { createPartitions } from './create-partitions.js';
+import { createTopics } from './create-topics.js';
+import { deleteRecords } from './delete-records.js';
+import { deleteTopics } from './delete-topics.js';
+import { describeCluster } from './describe-cluster.js';
+import { describeConfigs } from './describe-configs.js';
+import { alterConfigs } from './alter-configs.js';
+import { incrementalAlterConfigs } from './incremental-alter-configs.js';
+import { describeLogDirs } from './describe-log-dirs.js';
 import { metadata } from './metadata.js';
 import { produce } from './produce.js';
 
-export const HANDLERS: readonly ApiHandler[] = [produce, metadata, apiVersions];
+export const HANDLERS: readonly ApiHandler[] = [
+  produce,
+  fetch,
+  listOffsets,
+  offsetForLeaderEpoch,
+  metadata,
+  findCoordinator,
+  apiVersions,
+  createTopics,
+  deleteTopics,
+  deleteRecords,
+  describeLogDirs,
+  createPartitions,
+  describeCluster,
+  describeConfigs,
+  alterConfigs,
+  incrementalAlterConfigs,
+];
 
 export function handlerTable(handlers: readonly ApiHandler[] = HANDLERS): Map<number, ApiHandler> {
   const table = new Map<number, ApiHandler>();

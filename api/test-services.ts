@@ -6,6 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import { followTopicLogConfigs, NO_STATIC_CONFIG } from '../cluster/broker-configs.js';
 import { LocalMetadataStore } from '../cluster/local-metadata-store.js';
 import { ReplicaManager } from '../cluster/replica-manager.js';
 import { DEFAULT_LOG_CONFIG, type LogConfig } from '../storage/log-config.js';
@@ -24,7 +25,16 @@ export interface TestServices extends BrokerServices {
 export function testServices(
   settings: Partial<BrokerSettings> = {},
   dir = mkdtempSync(join(tmpdir(), 'gregor-api-')),
-  opts: { logDefaults?: LogConfig; fs?: Fs } = {},
+  opts: {
+    logDefaults?: LogConfig;
+    fs?: Fs;
+    /**
+     * Keep every topic's logs on the LogConfig its configs and the broker's
+     * (dynamic) defaults give, as the broker does; logDefaults then only
+     * serves logs of topics the metadata does not know.
+     */
+    followTopicConfigs?: boolean;
+  } = {},
 ): TestServices {
   const full: BrokerSettings = { nodeId: 1, autoCreateTopicsEnable: true, numPartitions: 3, defaultReplicationFactor: 1, ...settings };
   const log = pino({ level: 'silent' });
@@ -37,6 +47,8 @@ export function testServices(
     ],
   });
   const logs = LogManager.open(dir, { defaults: opts.logDefaults ?? DEFAULT_LOG_CONFIG, log, ...(opts.fs ? { fs: opts.fs } : {}) });
+  // Before the replica manager, so that a new topic's logs open with their config.
+  const unfollow = opts.followTopicConfigs ? followTopicLogConfigs(store, logs, full.staticConfig ?? NO_STATIC_CONFIG, full.nodeId) : () => {};
   const replicas = new ReplicaManager(full.nodeId, store, logs, log).start();
   return {
     settings: full,
@@ -48,6 +60,7 @@ export function testServices(
     logs,
     async close() {
       replicas.stop();
+      unfollow();
       await logs.close();
       await store.close();
     },

@@ -41,19 +41,73 @@ export interface MetadataImage {
   readonly brokers: ReadonlyMap<number, BrokerRegistration>;
   readonly topics: ReadonlyMap<string, TopicImage>;
   readonly topicsById: ReadonlyMap<string, TopicImage>;
+  /** Broker configs set at run time (AlterConfigs on a broker resource). */
+  readonly dynamicBrokerConfigs: DynamicBrokerConfigs;
 }
+
+/**
+ * Broker configs changed at run time, by Kafka name, as they were given
+ * (values checked when set). A broker's own override the cluster default,
+ * which overrides its static config.
+ */
+export interface DynamicBrokerConfigs {
+  /** The cluster-wide defaults: the broker resource named "". */
+  readonly clusterDefault: Readonly<Record<string, string>>;
+  /** Each broker's own, by node id. */
+  readonly perBroker: ReadonlyMap<number, Readonly<Record<string, string>>>;
+}
+
+export const NO_DYNAMIC_BROKER_CONFIGS: DynamicBrokerConfigs = { clusterDefault: {}, perBroker: new Map() };
 
 export interface NewTopic {
   readonly name: string;
   readonly numPartitions: number;
   readonly replicationFactor: number;
   readonly configs?: Readonly<Record<string, string>>;
+  /**
+   * The replicas of each partition, in partition order, chosen by the client
+   * (the first is the preferred leader). When given it replaces numPartitions
+   * and replicationFactor; the caller has validated it against the image.
+   */
+  readonly assignments?: readonly (readonly number[])[];
 }
+
+/** A topic named by name or by id, as DeleteTopics names them. */
+export type TopicRef = { readonly name: string } | { readonly topicId: string };
+
+/** The store was asked to change a topic that is not (or no longer) in the image. */
+export class UnknownTopicError extends Error {}
 
 /** Where images come from: the local file store for one broker, etcd for a cluster. */
 export interface MetadataStore {
   image(): MetadataImage;
   createTopic(topic: NewTopic): Promise<TopicImage>;
+  /**
+   * Removes a topic with its partitions and configs; the next image no longer
+   * lists it, so its logs go (see ReplicaManager). Returns the topic as it was.
+   * Throws UnknownTopicError when there is no such topic.
+   */
+  deleteTopic(topic: TopicRef): Promise<TopicImage>;
+  /**
+   * Grows a topic to `count` partitions. `assignments`, when given, holds the
+   * replicas of each new partition in order (count minus the current number of
+   * them); otherwise they are placed like the existing ones. Throws
+   * UnknownTopicError for a missing topic and RangeError when `count` is not an
+   * increase or the assignments do not fit it.
+   */
+  createPartitions(name: string, count: number, assignments?: readonly (readonly number[])[]): Promise<TopicImage>;
+  /**
+   * Replaces every config override of a topic with `configs` (already
+   * checked: see storage/topic-config.ts); an empty record leaves the topic
+   * on the broker's defaults. Throws UnknownTopicError for a missing topic.
+   */
+  alterTopicConfigs(name: string, configs: Readonly<Record<string, string>>): Promise<TopicImage>;
+  /**
+   * Replaces the dynamic broker configs of one level: a broker's own
+   * (`nodeId`) or the cluster default (`nodeId` null). Values are already
+   * checked (see cluster/broker-configs.ts).
+   */
+  alterBrokerConfigs(nodeId: number | null, configs: Readonly<Record<string, string>>): Promise<DynamicBrokerConfigs>;
   /**
    * Calls `listener` with every new image, synchronously, before the change
    * that made it is reported to its caller (so a createTopic that resolves has
@@ -68,6 +122,7 @@ export function buildImage(
   controllerId: number,
   brokers: Iterable<BrokerRegistration>,
   topics: Iterable<TopicImage>,
+  dynamicBrokerConfigs: DynamicBrokerConfigs = NO_DYNAMIC_BROKER_CONFIGS,
 ): MetadataImage {
   const byName = new Map<string, TopicImage>();
   const byId = new Map<string, TopicImage>();
@@ -81,6 +136,7 @@ export function buildImage(
     brokers: new Map([...brokers].map((b) => [b.nodeId, b])),
     topics: byName,
     topicsById: byId,
+    dynamicBrokerConfigs,
   };
 }
 

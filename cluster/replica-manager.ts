@@ -10,9 +10,11 @@
  * right after the append.
  */
 import { ErrorCode } from '../wire/errors.js';
+import { diskSpace } from '../storage/disk-space.js';
 import type { LogManager } from '../storage/log-manager.js';
-import { type PartitionLog, StorageError } from '../storage/log.js';
+import { CorruptRecordError, type FileRange, type PartitionLog, StorageError } from '../storage/log.js';
 import type { MetadataImage, MetadataStore, PartitionState } from './metadata-image.js';
+import { INTERNAL_TOPICS } from './topic-names.js';
 
 /** The little of a logger the manager needs; a pino logger fits. */
 export interface ReplicaLogger {
@@ -37,8 +39,123 @@ export function appendError(errorCode: number, errorMessage: string | null = nul
   return { errorCode, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset, recordErrors: [], errorMessage };
 }
 
+/** One partition's answer to DeleteRecords: its new log start offset, or -1n with the error. */
+export interface DeleteRecordsResult {
+  errorCode: number;
+  lowWatermark: bigint;
+}
+
+/** What DescribeLogDirs reports of the one log directory. */
+export interface LogDirDescription {
+  /** Absolute path of the directory. */
+  readonly logDir: string;
+  readonly partitions: readonly { readonly topic: string; readonly partition: number; readonly sizeBytes: number }[];
+  /** Of the file system holding the directory; -1n when it cannot be asked. */
+  readonly totalBytes: bigint;
+  readonly usableBytes: bigint;
+}
+
+/**
+ * How far a fetch may read: a follower to the log end, a read_uncommitted
+ * consumer to the high watermark, a read_committed one to the last stable offset.
+ */
+export type FetchIsolation = 'logEnd' | 'highWatermark' | 'txnCommitted';
+
+/** What one partition of a fetch asks to read. */
+export interface PartitionRead {
+  readonly fetchOffset: bigint;
+  /** The partition's share of the response: min(partition_max_bytes, what the response has left). */
+  readonly maxBytes: number;
+  /** -1 when the fetcher gave none (before Fetch v9). */
+  readonly currentLeaderEpoch: number;
+  /** Return the first batch even when it is larger than maxBytes (KIP-74). */
+  readonly minOneMessage: boolean;
+}
+
+/** An aborted transaction overlapping a read_committed read. */
+export interface AbortedTransaction {
+  readonly producerId: bigint;
+  readonly firstOffset: bigint;
+}
+
+/**
+ * One partition's read, in the shape of a Fetch partition response. On error
+ * the offsets are -1n and there are no records.
+ */
+export interface LogReadResult {
+  errorCode: number;
+  /** Whole batches, valid until the log next changes shape: copy them before yielding. */
+  records: FileRange[];
+  size: number;
+  highWatermark: bigint;
+  lastStableOffset: bigint;
+  logStartOffset: bigint;
+  /** null unless the read was read_committed: [] then, until transactions exist. */
+  abortedTransactions: AbortedTransaction[] | null;
+}
+
+export function readError(errorCode: number): LogReadResult {
+  return { errorCode, records: [], size: 0, highWatermark: -1n, lastStableOffset: -1n, logStartOffset: -1n, abortedTransactions: null };
+}
+
+interface FetchWaiter {
+  readonly keys: readonly string[];
+  readonly tryComplete: () => boolean;
+  finish(outcome: FetchWaitOutcome): void;
+}
+
+/** Why a parked fetch resumed. */
+export type FetchWaitOutcome = 'satisfied' | 'timeout' | 'shutdown';
+
+/** ListOffsets targets that are not times (Kafka's ListOffsetsRequest constants). */
+export const SpecialTimestamp = {
+  LATEST: -1n,
+  EARLIEST: -2n,
+  MAX_TIMESTAMP: -3n,
+  EARLIEST_LOCAL: -4n,
+  LATEST_TIERED: -5n,
+} as const;
+
+/**
+ * One partition's answer to ListOffsets, in the shape of its partition
+ * response: -1 for each of timestamp, offset and leaderEpoch that there is
+ * none of (always all three on error).
+ */
+export interface OffsetForTimestampResult {
+  errorCode: number;
+  timestamp: bigint;
+  offset: bigint;
+  leaderEpoch: number;
+}
+
+/** One partition's answer to OffsetForLeaderEpoch; -1 and -1n where Kafka answers UNDEFINED or on error. */
+export interface EpochEndOffsetResult {
+  errorCode: number;
+  leaderEpoch: number;
+  endOffset: bigint;
+}
+
+const NOTHING_FOUND = { timestamp: -1n, offset: -1n, leaderEpoch: -1 } as const;
+
+function offsetError(errorCode: number): OffsetForTimestampResult {
+  return { errorCode, ...NOTHING_FOUND };
+}
+
+function waiterKey(topic: string, partition: number): string {
+  return `${partition}:${topic}`;
+}
+
 export class ReplicaManager {
   private unsubscribe: (() => void) | null = null;
+  /** Parked fetches by partition, woken by appends to it. */
+  private readonly fetchWaiters = new Map<string, Set<FetchWaiter>>();
+  private fetchWaitersClosed = false;
+  /**
+   * The topic id behind the logs of each topic this broker holds, by name: a
+   * topic deleted and created again under its name comes back with a new id,
+   * and the logs of the old one must not serve it.
+   */
+  private readonly hostedTopicIds = new Map<string, string>();
 
   constructor(
     private readonly nodeId: number,
@@ -55,6 +172,7 @@ export class ReplicaManager {
    */
   start(): this {
     if (this.unsubscribe) return this;
+    this.removeStrayLogs(this.metadata.image());
     this.applyImage(this.metadata.image());
     this.unsubscribe = this.metadata.subscribe((image) => this.applyImage(image));
     return this;
@@ -64,6 +182,7 @@ export class ReplicaManager {
   stop(): void {
     this.unsubscribe?.();
     this.unsubscribe = null;
+    this.releaseFetchWaiters();
   }
 
   /** The log of a partition this broker has opened, or undefined. */
@@ -107,6 +226,7 @@ export class ReplicaManager {
       }
       // The ISR is this broker alone: what is written is committed.
       log.updateHighWatermark(log.logEndOffset);
+      this.wakeFetches(topic, partition);
       return {
         errorCode: ErrorCode.NONE,
         baseOffset: result.firstOffset,
@@ -123,6 +243,350 @@ export class ReplicaManager {
     }
   }
 
+  /**
+   * DeleteRecords on one partition as its leader: moves the log start offset
+   * up to `offset` (-1n: the high watermark), never past the high watermark.
+   * Never throws. Internal topics refuse it, and so do topics whose
+   * cleanup.policy lacks `delete`, as in Kafka.
+   *
+   * Example: a log of 10 records, high watermark 10n: deleteRecords('t', 0, 3n)
+   * -> { errorCode: 0, lowWatermark: 3n }; then deleteRecords('t', 0, 2n) ->
+   * lowWatermark 3n (never backwards); deleteRecords('t', 0, 11n) -> errorCode
+   * OFFSET_OUT_OF_RANGE, lowWatermark -1n.
+   */
+  deleteRecords(topic: string, partition: number, offset: bigint): DeleteRecordsResult {
+    const fail = (errorCode: number): DeleteRecordsResult => ({ errorCode, lowWatermark: -1n });
+    const state = this.partitionState(topic, partition);
+    if (!state) return fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+    if (INTERNAL_TOPICS.has(topic)) return fail(ErrorCode.INVALID_TOPIC_EXCEPTION);
+    if (state.leader !== this.nodeId) return fail(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    let log: PartitionLog;
+    try {
+      log = this.logs.getOrCreate(topic, partition);
+    } catch (err) {
+      this.log.warn({ topic, partition, err }, 'cannot open partition log');
+      return fail(ErrorCode.KAFKA_STORAGE_ERROR);
+    }
+    if (!log.config.cleanupPolicy.includes('delete')) return fail(ErrorCode.POLICY_VIOLATION);
+    const target = offset === -1n ? log.highWatermark : offset;
+    if (target < 0n) return fail(ErrorCode.OFFSET_OUT_OF_RANGE);
+    try {
+      const result = log.deleteRecordsBefore(target);
+      return result.ok ? { errorCode: ErrorCode.NONE, lowWatermark: result.lowWatermark } : fail(result.errorCode);
+    } catch (err) {
+      if (err instanceof StorageError) return fail(ErrorCode.KAFKA_STORAGE_ERROR);
+      throw err;
+    }
+  }
+
+  /**
+   * The log directory with the size of every partition log in it, for
+   * DescribeLogDirs. Example: { logDir: '/var/lib/gregor', partitions:
+   * [{ topic: 'orders', partition: 0, sizeBytes: 720 }], totalBytes: ..., usableBytes: ... }.
+   */
+  describeLogDir(): LogDirDescription {
+    const space = diskSpace(this.logs.dataDir);
+    return {
+      logDir: this.logs.dataDir,
+      partitions: this.logs.all().map(({ topic, partition, log }) => ({ topic, partition, sizeBytes: log.size })),
+      totalBytes: space?.totalBytes ?? -1n,
+      usableBytes: space?.usableBytes ?? -1n,
+    };
+  }
+
+  /**
+   * Reads one partition for a fetch, as Kafka's ReplicaManager.readFromLog
+   * reads one partition. Never throws: every problem is the partition's error
+   * code. Offsets are taken before the read, so an append racing it can only
+   * make the answer conservative.
+   *
+   * Errors, in Kafka's order: UNKNOWN_TOPIC_OR_PARTITION (not in the
+   * metadata), NOT_LEADER_OR_FOLLOWER (not a replica here, or not the leader
+   * when `fetchOnlyLeader`), FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (the
+   * fetcher's leader epoch is older / newer than ours), KAFKA_STORAGE_ERROR (the
+   * log cannot be opened or is offline), OFFSET_OUT_OF_RANGE (below the log
+   * start or above the log end), UNKNOWN_SERVER_ERROR (a negative byte limit
+   * where there is data, which Kafka's segment read refuses).
+   *
+   * Example: batches 0..2 (100 bytes) and 3..5 (100 bytes), high watermark 6:
+   * readForFetch('t', 0, { fetchOffset: 1n, maxBytes: 150, currentLeaderEpoch:
+   * -1, minOneMessage: true }, 'highWatermark', true) -> errorCode 0, one range
+   * of 100 bytes, highWatermark 6n; with fetchOffset 6n no records; with 7n
+   * OFFSET_OUT_OF_RANGE and every offset -1n.
+   */
+  readForFetch(topic: string, partition: number, read: PartitionRead, isolation: FetchIsolation, fetchOnlyLeader: boolean): LogReadResult {
+    const state = this.partitionState(topic, partition);
+    if (!state) return readError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+    if (!state.replicas.includes(this.nodeId)) return readError(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    if (read.currentLeaderEpoch >= 0) {
+      if (state.leaderEpoch > read.currentLeaderEpoch) return readError(ErrorCode.FENCED_LEADER_EPOCH);
+      if (state.leaderEpoch < read.currentLeaderEpoch) return readError(ErrorCode.UNKNOWN_LEADER_EPOCH);
+    }
+    if (fetchOnlyLeader && state.leader !== this.nodeId) return readError(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    let log: PartitionLog;
+    try {
+      log = this.logs.getOrCreate(topic, partition);
+    } catch (err) {
+      this.log.warn({ topic, partition, err }, 'cannot open partition log');
+      return readError(ErrorCode.KAFKA_STORAGE_ERROR);
+    }
+    if (log.isOffline) return readError(ErrorCode.KAFKA_STORAGE_ERROR);
+    const highWatermark = log.highWatermark;
+    const lastStableOffset = log.lastStableOffset;
+    const logStartOffset = log.logStartOffset;
+    const maxOffset = isolation === 'logEnd' ? undefined : isolation === 'highWatermark' ? highWatermark : lastStableOffset;
+    const { fetchOffset } = read;
+    if (read.maxBytes < 0 && fetchOffset >= logStartOffset && fetchOffset < (maxOffset ?? log.logEndOffset)) {
+      return readError(ErrorCode.UNKNOWN_SERVER_ERROR);
+    }
+    try {
+      const r = log.read(fetchOffset, Math.max(0, read.maxBytes), { minOneMessage: read.minOneMessage, ...(maxOffset === undefined ? {} : { maxOffset }) });
+      if (!r.ok) return readError(r.errorCode);
+      return {
+        errorCode: ErrorCode.NONE,
+        records: r.records,
+        size: r.size,
+        highWatermark,
+        lastStableOffset,
+        logStartOffset,
+        abortedTransactions: isolation === 'txnCommitted' ? [] : null,
+      };
+    } catch (err) {
+      this.log.warn({ topic, partition, err }, 'cannot read partition log');
+      return readError(ErrorCode.KAFKA_STORAGE_ERROR);
+    }
+  }
+
+  /**
+   * Whether a parked fetch of this partition should stop waiting (Kafka's
+   * DelayedFetch.tryComplete for one partition): 'complete' when the partition
+   * went wrong (no longer led here, fenced, offline) or when the fetch offset
+   * and the readable end lie in different segments, else the bytes of whole
+   * batches readable from the fetch offset, at most `maxBytes`.
+   *
+   * Example: a fetch parked at offset 6 (the high watermark) of a log to
+   * which a 100-byte batch 6..8 was just appended: fetchableBytes('t', 0, 6n,
+   * 1 << 20, -1, 'highWatermark', true) -> 100.
+   */
+  fetchableBytes(
+    topic: string,
+    partition: number,
+    fetchOffset: bigint,
+    maxBytes: number,
+    currentLeaderEpoch: number,
+    isolation: FetchIsolation,
+    fetchOnlyLeader: boolean,
+  ): number | 'complete' {
+    const state = this.partitionState(topic, partition);
+    if (!state || !state.replicas.includes(this.nodeId)) return 'complete';
+    if (currentLeaderEpoch >= 0 && state.leaderEpoch !== currentLeaderEpoch) return 'complete';
+    if (fetchOnlyLeader && state.leader !== this.nodeId) return 'complete';
+    const log = this.logs.get(topic, partition);
+    if (!log || log.isOffline) return 'complete';
+    const end = isolation === 'logEnd' ? log.logEndOffset : isolation === 'highWatermark' ? log.highWatermark : log.lastStableOffset;
+    if (fetchOffset >= end || fetchOffset < log.logStartOffset) return 0;
+    // Readable data beyond the fetch offset's segment: a read would stop at that segment's end, so answer now.
+    const bases = log.segmentBaseOffsets();
+    if (segmentOf(bases, fetchOffset) !== segmentOf(bases, end - 1n)) return 'complete';
+    try {
+      const r = log.read(fetchOffset, Math.max(0, maxBytes), { maxOffset: end, minOneMessage: true });
+      return r.ok ? Math.min(r.size, Math.max(0, maxBytes)) : 0;
+    } catch {
+      return 'complete';
+    }
+  }
+
+  /**
+   * Parks a fetch until `tryComplete` says it has enough, `maxWaitMs` passes,
+   * or the broker shuts down. `tryComplete` runs once now and then after every
+   * append to one of `partitions`; it must be cheap and must not throw (a
+   * throw counts as complete). Nothing polls: the only timer is the one for
+   * maxWaitMs, cleared when the wait ends.
+   *
+   * Example: awaitFetchable([{ topic: 't', partition: 0 }], () => bytes() >= 1,
+   * 500) resolves 'satisfied' right after an append to t-0 that makes bytes()
+   * 1 or more, else 'timeout' after 500 ms.
+   */
+  awaitFetchable(partitions: readonly { topic: string; partition: number }[], tryComplete: () => boolean, maxWaitMs: number): Promise<FetchWaitOutcome> {
+    if (this.fetchWaitersClosed) return Promise.resolve('shutdown');
+    if (safeTry(tryComplete)) return Promise.resolve('satisfied');
+    if (maxWaitMs <= 0) return Promise.resolve('timeout');
+    return new Promise((resolve) => {
+      const keys = [...new Set(partitions.map((p) => waiterKey(p.topic, p.partition)))];
+      let done = false;
+      const waiter: FetchWaiter = {
+        keys,
+        tryComplete,
+        finish: (outcome) => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          for (const k of keys) {
+            const set = this.fetchWaiters.get(k);
+            if (!set) continue;
+            set.delete(waiter);
+            if (set.size === 0) this.fetchWaiters.delete(k);
+          }
+          resolve(outcome);
+        },
+      };
+      const timer = setTimeout(() => waiter.finish('timeout'), Math.min(maxWaitMs, 2147483647));
+      for (const k of keys) {
+        let set = this.fetchWaiters.get(k);
+        if (!set) this.fetchWaiters.set(k, (set = new Set()));
+        set.add(waiter);
+      }
+    });
+  }
+
+  /**
+   * Gives every fetch parked on this partition a chance to complete; called
+   * after an append and whenever the high watermark or last stable offset of
+   * the partition moves.
+   */
+  wakeFetches(topic: string, partition: number): void {
+    const set = this.fetchWaiters.get(waiterKey(topic, partition));
+    if (!set) return;
+    for (const w of [...set]) if (safeTry(w.tryComplete)) w.finish('satisfied');
+  }
+
+  /** Parked fetches, for tests and metrics. */
+  get parkedFetches(): number {
+    const all = new Set<FetchWaiter>();
+    for (const set of this.fetchWaiters.values()) for (const w of set) all.add(w);
+    return all.size;
+  }
+
+  /**
+   * Answers every parked fetch now and every later one at once: the broker is
+   * shutting down, and waiting out max_wait_ms would only hold up the drain.
+   */
+  releaseFetchWaiters(): void {
+    this.fetchWaitersClosed = true;
+    const all = new Set<FetchWaiter>();
+    for (const set of this.fetchWaiters.values()) for (const w of set) all.add(w);
+    for (const w of all) w.finish('shutdown');
+  }
+
+  /**
+   * ListOffsets for one partition, as Kafka's Partition.fetchOffsetForTimestamp
+   * answers it. Never throws.
+   *
+   * `isolation` is the client's (a consumer sends replica id -1); followers
+   * and debug tools read to the log end ('logEnd'). Only the debug replica id
+   * (-2) may ask a replica that is not the leader (`fetchOnlyFromLeader`
+   * false). `currentLeaderEpoch` -1 means the client knows none.
+   *
+   * Targets: LATEST (-1) is the isolation's end (high watermark, last stable
+   * offset, or log end) with the current leader epoch; EARLIEST (-2) and
+   * EARLIEST_LOCAL (-4, no tiered storage here) the log start offset, with
+   * the first cached epoch when it starts at or before it; LATEST_TIERED (-5)
+   * offset -1 with epoch -1 (nothing is tiered); MAX_TIMESTAMP (-3) the
+   * record with the largest timestamp; a time, the first record at or after
+   * it. For those last two an answer at or past the isolation's end is
+   * withheld: offset and timestamp -1, as when nothing matches. A client
+   * asking while the high watermark lags the start of the current epoch gets
+   * OFFSET_NOT_AVAILABLE for LATEST and for withheld answers.
+   *
+   * Errors, in Kafka's order: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER
+   * (not a replica here), KAFKA_STORAGE_ERROR (log missing or offline),
+   * FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER (not
+   * the leader), then CORRUPT_MESSAGE when the batch to answer from does not
+   * decode.
+   *
+   * Example: records at offsets 0..2 with timestamps 100, 300, 200, epoch 0,
+   * high watermark 3: fetchOffsetForTimestamp('t', 0, 150n, 'highWatermark',
+   * -1, true) -> { errorCode: 0, offset: 1n, timestamp: 300n, leaderEpoch: 0 };
+   * with -3n the same; with 301n -> offset -1n, timestamp -1n; with -1n ->
+   * offset 3n, timestamp -1n and the partition's leader epoch.
+   */
+  fetchOffsetForTimestamp(
+    topic: string,
+    partition: number,
+    timestamp: bigint,
+    isolation: FetchIsolation,
+    currentLeaderEpoch: number,
+    fetchOnlyFromLeader: boolean,
+  ): OffsetForTimestampResult {
+    const local = this.localLogWithEpoch(topic, partition, currentLeaderEpoch, fetchOnlyFromLeader);
+    if (typeof local === 'number') return offsetError(local);
+    const { log, state } = local;
+    try {
+      const lastFetchable = isolation === 'logEnd' ? log.logEndOffset : isolation === 'highWatermark' ? log.highWatermark : log.lastStableOffset;
+      // Right after an election the leader's high watermark may lag the start of its epoch: clients wait.
+      const epochStart = log.leaderEpochs.epochEntry(state.leaderEpoch)?.startOffset;
+      const offsetsError = isolation !== 'logEnd' && epochStart !== undefined && epochStart > log.highWatermark;
+      if (timestamp === SpecialTimestamp.LATEST) {
+        if (offsetsError) return offsetError(ErrorCode.OFFSET_NOT_AVAILABLE);
+        return { errorCode: ErrorCode.NONE, timestamp: -1n, offset: lastFetchable, leaderEpoch: state.leaderEpoch };
+      }
+      if (timestamp === SpecialTimestamp.EARLIEST || timestamp === SpecialTimestamp.EARLIEST_LOCAL) {
+        const earliest = log.leaderEpochs.earliestEntry();
+        const leaderEpoch = earliest !== undefined && earliest.startOffset <= log.logStartOffset ? earliest.epoch : -1;
+        return { errorCode: ErrorCode.NONE, timestamp: -1n, offset: log.logStartOffset, leaderEpoch };
+      }
+      let found: { offset: bigint; timestamp: bigint; leaderEpoch: number } | null;
+      if (timestamp === SpecialTimestamp.LATEST_TIERED) found = { ...NOTHING_FOUND };
+      else if (timestamp === SpecialTimestamp.MAX_TIMESTAMP) found = log.offsetForMaxTimestamp();
+      else {
+        const hit = log.offsetForTimestamp(timestamp);
+        found = hit && { offset: hit.offset, timestamp: hit.timestamp, leaderEpoch: log.batchLeaderEpochAt(hit.offset) };
+      }
+      if (found === null || found.offset >= lastFetchable) {
+        return offsetsError ? offsetError(ErrorCode.OFFSET_NOT_AVAILABLE) : { errorCode: ErrorCode.NONE, ...NOTHING_FOUND };
+      }
+      return { errorCode: ErrorCode.NONE, ...found };
+    } catch (err) {
+      if (err instanceof CorruptRecordError) return offsetError(ErrorCode.CORRUPT_MESSAGE);
+      if (err instanceof StorageError) return offsetError(ErrorCode.KAFKA_STORAGE_ERROR);
+      this.log.warn({ topic, partition, err }, 'ListOffsets failed');
+      return offsetError(ErrorCode.UNKNOWN_SERVER_ERROR);
+    }
+  }
+
+  /**
+   * OffsetForLeaderEpoch for one partition, as Kafka's
+   * Partition.lastOffsetForLeaderEpoch answers it, always as the leader: the
+   * largest epoch at most `leaderEpoch` this log knows and the offset where it
+   * ended (the log end for the current one), or -1 and -1n where Kafka
+   * answers UNDEFINED (an epoch above every known one, or -1). Never throws.
+   * Errors as for fetchOffsetForTimestamp.
+   *
+   * Example: a log written in epoch 0 up to offset 8, then led at epoch 2 and
+   * written up to 12: lastOffsetForLeaderEpoch('t', 0, -1, 0) -> { errorCode:
+   * 0, leaderEpoch: 0, endOffset: 8n }; (…, 1) the same; (…, 2) -> (2, 12n);
+   * (…, 3) -> (-1, -1n).
+   */
+  lastOffsetForLeaderEpoch(topic: string, partition: number, currentLeaderEpoch: number, leaderEpoch: number): EpochEndOffsetResult {
+    const local = this.localLogWithEpoch(topic, partition, currentLeaderEpoch, true);
+    if (typeof local === 'number') return { errorCode: local, leaderEpoch: -1, endOffset: -1n };
+    const found = local.log.endOffsetForEpoch(leaderEpoch);
+    return { errorCode: ErrorCode.NONE, leaderEpoch: found?.epoch ?? -1, endOffset: found?.endOffset ?? -1n };
+  }
+
+  /**
+   * The log of a partition hosted here, checked as Kafka's
+   * Partition.localLogWithEpochOrThrow checks it, or the error code.
+   */
+  private localLogWithEpoch(
+    topic: string,
+    partition: number,
+    currentLeaderEpoch: number,
+    requireLeader: boolean,
+  ): { log: PartitionLog; state: PartitionState } | number {
+    const state = this.partitionState(topic, partition);
+    if (!state) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    if (!state.replicas.includes(this.nodeId)) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
+    const log = this.logs.get(topic, partition);
+    if (!log || log.isOffline) return ErrorCode.KAFKA_STORAGE_ERROR;
+    if (currentLeaderEpoch !== -1) {
+      if (currentLeaderEpoch < state.leaderEpoch) return ErrorCode.FENCED_LEADER_EPOCH;
+      if (currentLeaderEpoch > state.leaderEpoch) return ErrorCode.UNKNOWN_LEADER_EPOCH;
+    }
+    if (requireLeader && state.leader !== this.nodeId) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
+    return { log, state };
+  }
+
   private partitionState(topic: string, partition: number): PartitionState | undefined {
     const t = this.metadata.image().topics.get(topic);
     if (!t) return undefined;
@@ -130,18 +594,103 @@ export class ReplicaManager {
     return p?.partition === partition ? p : t.partitions.find((x) => x.partition === partition);
   }
 
-  /** Opens (creating when missing) the log of every partition that lists this broker as a replica. */
+  /**
+   * Follows a new image: first deletes the logs of every topic it no longer
+   * lists (or lists under a new id: deleted and created again), then opens,
+   * creating when missing, the log of every partition that lists this broker
+   * as a replica.
+   */
   private applyImage(image: MetadataImage): void {
+    for (const [name, topicId] of [...this.hostedTopicIds]) {
+      if (image.topics.get(name)?.topicId === topicId) continue;
+      this.hostedTopicIds.delete(name);
+      this.deleteLogs((topic) => topic === name, 'topic deleted');
+    }
     for (const t of image.topics.values()) {
+      if (t.partitions.some((p) => p.replicas.includes(this.nodeId))) this.hostedTopicIds.set(t.name, t.topicId);
       for (const p of t.partitions) {
-        if (!p.replicas.includes(this.nodeId) || this.logs.get(t.name, p.partition)) continue;
-        try {
-          this.logs.getOrCreate(t.name, p.partition);
-        } catch (err) {
-          // The partition answers KAFKA_STORAGE_ERROR until a later append manages to open it.
-          this.log.warn({ topic: t.name, partition: p.partition, err }, 'cannot create partition log');
+        if (!p.replicas.includes(this.nodeId)) continue;
+        let log = this.logs.get(t.name, p.partition);
+        if (!log) {
+          try {
+            log = this.logs.getOrCreate(t.name, p.partition);
+          } catch (err) {
+            // The partition answers KAFKA_STORAGE_ERROR until a later append manages to open it.
+            this.log.warn({ topic: t.name, partition: p.partition, err }, 'cannot create partition log');
+          }
         }
+        if (log && p.leader === this.nodeId) this.becomeLeader(t.name, p, log);
       }
     }
   }
+
+  /**
+   * What leading a partition at a new leader epoch does to its log, as in
+   * Kafka's Partition.makeLeader: the epoch starts at the log end, so that
+   * where the previous epoch ended is known before any data of the new one
+   * (OffsetForLeaderEpoch, ListOffsets), and with the ISR this broker alone
+   * the high watermark moves to the log end (after an unclean restart it may
+   * have been checkpointed lower). Called for every image; a log already at
+   * that epoch or a later one is left alone.
+   */
+  private becomeLeader(topic: string, p: PartitionState, log: PartitionLog): void {
+    if (log.isOffline) return;
+    const latest = log.leaderEpochs.latestEntry();
+    try {
+      if (latest === undefined || latest.epoch < p.leaderEpoch) log.maybeAssignEpochStartOffset(p.leaderEpoch, log.logEndOffset);
+      if (p.isr.length === 1 && p.isr[0] === this.nodeId) log.updateHighWatermark(log.logEndOffset);
+    } catch (err) {
+      this.log.warn({ topic, partition: p.partition, err }, 'cannot record the leader epoch; the log is offline');
+    }
+  }
+
+  /**
+   * Deletes, at start, the logs the image gives no reason to keep: of topics
+   * it does not list, or partitions that are not this broker's (Kafka's stray
+   * replicas). They are what a deletion interrupted by a crash leaves behind
+   * (the metadata was written, the directories not yet renamed); kept, they
+   * would come back as the data of a new topic of the same name. The image
+   * must be complete by then, as the local store's is from its constructor.
+   */
+  private removeStrayLogs(image: MetadataImage): void {
+    this.deleteLogs((topic, partition) => {
+      const p = image.topics.get(topic)?.partitions.find((x) => x.partition === partition);
+      return !p || !p.replicas.includes(this.nodeId);
+    }, 'stray log: its partition is not in the metadata');
+  }
+
+  /**
+   * Closes and deletes (through the log manager: renamed at once, removed
+   * after file.delete.delay.ms) every log `which` selects, and wakes the
+   * fetches parked on it. A log that cannot be renamed stays where it is and
+   * is logged; the restart after finds it stray and tries again.
+   */
+  private deleteLogs(which: (topic: string, partition: number) => boolean, reason: string): void {
+    for (const { topic, partition } of this.logs.all()) {
+      if (!which(topic, partition)) continue;
+      try {
+        this.logs.delete(topic, partition);
+        this.log.info({ topic, partition, reason }, 'deleted partition log');
+      } catch (err) {
+        this.log.warn({ topic, partition, reason, err }, 'cannot delete partition log');
+      }
+      // A fetch parked on the partition answers now (it is gone) rather than at max_wait_ms.
+      this.wakeFetches(topic, partition);
+    }
+  }
+}
+
+function safeTry(f: () => boolean): boolean {
+  try {
+    return f();
+  } catch {
+    return true;
+  }
+}
+
+/** Index of the segment (by sorted base offsets) holding `offset`. */
+function segmentOf(bases: readonly bigint[], offset: bigint): number {
+  let i = 0;
+  while (i + 1 < bases.length && bases[i + 1]! <= offset) i++;
+  return i;
 }

@@ -7,16 +7,16 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
+import { BrokerConfigs, followTopicLogConfigs, topicLogConfigs, type StaticBrokerConfig } from '../cluster/broker-configs.js';
 import { LocalMetadataStore } from '../cluster/local-metadata-store.js';
 import type { Endpoint, MetadataStore } from '../cluster/metadata-image.js';
 import { ReplicaManager } from '../cluster/replica-manager.js';
-import { LogManager } from '../storage/log-manager.js';
-import { DEFAULT_LOG_CONFIG } from '../storage/log-config.js';
+import { LogManager, type LogManagerOptions } from '../storage/log-manager.js';
 import { loadOrCreateIdentity, lockDataDir, type DirIdentity } from '../storage/data-dir.js';
 import { HANDLERS, advertisedVersions, handlerTable } from '../api/registry.js';
 import type { BrokerServices } from '../api/handler.js';
 import { Connection, type Dispatch } from './connection.js';
-import type { BrokerConfig, ListenerSpec } from './config.js';
+import { CONFIG_DEFS, type BrokerConfig, type ListenerSpec } from './config.js';
 
 export class StartError extends Error {}
 
@@ -71,6 +71,7 @@ export class Broker {
     let advertised: Endpoint[];
     let store: MetadataStore | undefined;
     let logs: LogManager;
+    const staticConfig = staticBrokerConfig(config);
     try {
       for (const spec of config.listeners) bound.push(await listen(spec));
       advertised = bound.map(({ spec, port }): Endpoint => {
@@ -82,8 +83,15 @@ export class Broker {
       try {
         identity = loadOrCreateIdentity(dataDir, config.nodeId);
         store = new LocalMetadataStore(dataDir, identity.clusterId, { nodeId: config.nodeId, rack: config.rack, endpoints: advertised });
-        // Logs that were not closed cleanly recover here, before any client is served.
-        logs = LogManager.open(dataDir, { defaults: DEFAULT_LOG_CONFIG, log });
+        // Logs that were not closed cleanly recover here, before any client is served,
+        // each with its topic's config (static and dynamic broker defaults, topic overrides).
+        const view = BrokerConfigs.of(store.image(), staticConfig, config.nodeId);
+        logs = LogManager.open(dataDir, {
+          defaults: view.logDefaults(),
+          topicConfigs: topicLogConfigs(store.image(), staticConfig, config.nodeId),
+          log,
+          ...logManagerSchedule(view),
+        });
       } catch (err) {
         throw new StartError(`cannot use data directory ${dataDir}: ${(err as Error).message}`);
       }
@@ -93,11 +101,13 @@ export class Broker {
       unlock();
       throw err;
     }
+    // Before the replica manager, so that a new topic's logs open with their config.
+    followTopicLogConfigs(store, logs, staticConfig, config.nodeId);
     const replicas = new ReplicaManager(config.nodeId, store, logs, log).start();
     logs.start();
     const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, unlock);
     const services: BrokerServices = {
-      settings: config,
+      settings: { ...config, staticConfig },
       metadata: store,
       replicas,
       log,
@@ -141,6 +151,8 @@ export class Broker {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       const closed = Promise.all(this.bound.map((b) => new Promise<void>((res) => b.server.close(() => res()))));
+      // Long-polling fetches answer now instead of holding the drain up to their max_wait_ms.
+      this.replicas.releaseFetchWaiters();
       const finish = Promise.all([...this.connections].map((c) => c.finishInFlight()));
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<'timeout'>((res) => {
@@ -182,6 +194,37 @@ function listen(spec: ListenerSpec): Promise<Bound> {
       resolvePromise({ spec, server, port });
     });
   });
+}
+
+const CONFIG_TYPES = { int: 'int', long: 'long', bool: 'boolean', string: 'string', list: 'list' } as const;
+
+/** What the operator set and every key gregor's config knows, for DescribeConfigs and the broker's topic config defaults. */
+function staticBrokerConfig(config: BrokerConfig): StaticBrokerConfig {
+  // Kafka's KRaft broker sets broker.id to the node id when it is not given.
+  const values = new Map<string, string>(config.raw);
+  if (!values.has('broker.id')) values.set('broker.id', String(config.nodeId));
+  return {
+    values,
+    keys: new Map(Object.entries(CONFIG_DEFS).map(([name, d]) => [name, { type: CONFIG_TYPES[d.kind], default: d.default, doc: d.doc }])),
+  };
+}
+
+/**
+ * The log manager's schedule, by its Kafka names: Kafka's defaults unless the
+ * broker config sets them (log.cleaner.backoff.ms, which Kafka can change at
+ * run time, takes a dynamic value at the next start).
+ */
+function logManagerSchedule(view: BrokerConfigs): Partial<LogManagerOptions> {
+  const positive = (name: string): number | undefined => {
+    const n = Number(view.value(name));
+    return Number.isFinite(n) && n > 0 ? n : undefined;
+  };
+  const schedule: Partial<LogManagerOptions> = { 'log.cleaner.enable': view.value('log.cleaner.enable')?.trim().toLowerCase() !== 'false' };
+  for (const name of ['log.retention.check.interval.ms', 'log.cleaner.backoff.ms', 'log.flush.offset.checkpoint.interval.ms'] as const) {
+    const ms = positive(name);
+    if (ms !== undefined) schedule[name] = ms;
+  }
+  return schedule;
 }
 
 export function formatHostPort(host: string, port: number): string {

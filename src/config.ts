@@ -34,6 +34,15 @@ export const CONFIG_DEFS = {
   'connections.max.idle.ms': { kind: 'long', default: '600000', doc: 'Idle connections are closed after this long.', min: 1, max: 2147483647 },
   'queued.max.requests': { kind: 'int', default: '500', doc: 'Requests read ahead on one connection before reading pauses.', min: 1 },
   'shutdown.timeout.ms': { kind: 'long', default: '30000', doc: 'Longest a graceful shutdown waits for in-flight requests.', min: 0, max: 2147483647 },
+  'fetch.max.bytes': { kind: 'int', default: '57671680', doc: 'Most record bytes one Fetch response returns, whatever the request asks (the first batch still goes out whole).', min: 0 },
+  'max.incremental.fetch.session.cache.slots': { kind: 'int', default: '1000', doc: 'Incremental fetch sessions (KIP-227) the broker keeps.', min: 0 },
+  'offsets.topic.num.partitions': { kind: 'int', default: '50', doc: 'Partitions of __consumer_offsets, made when a group first needs a coordinator.', min: 1 },
+  'offsets.topic.replication.factor': { kind: 'int', default: '3', doc: 'Replication factor of __consumer_offsets, capped by the brokers alive when it is made.', min: 1, max: 32767 },
+  'offsets.topic.segment.bytes': { kind: 'int', default: '104857600', doc: 'segment.bytes of __consumer_offsets.', min: 1 },
+  'transaction.state.log.num.partitions': { kind: 'int', default: '50', doc: 'Partitions of __transaction_state, made when a transactional id first needs a coordinator.', min: 1 },
+  'transaction.state.log.replication.factor': { kind: 'int', default: '3', doc: 'Replication factor of __transaction_state, capped by the brokers alive when it is made.', min: 1, max: 32767 },
+  'transaction.state.log.min.isr': { kind: 'int', default: '2', doc: 'min.insync.replicas of __transaction_state.', min: 1 },
+  'transaction.state.log.segment.bytes': { kind: 'int', default: '104857600', doc: 'segment.bytes of __transaction_state.', min: 1 },
 } as const satisfies Record<string, Def>;
 
 export type ConfigKey = keyof typeof CONFIG_DEFS;
@@ -62,6 +71,15 @@ export interface BrokerConfig {
   readonly connectionsMaxIdleMs: number;
   readonly queuedMaxRequests: number;
   readonly shutdownTimeoutMs: number;
+  readonly fetchMaxBytes: number;
+  readonly maxIncrementalFetchSessionCacheSlots: number;
+  readonly offsetsTopicNumPartitions: number;
+  readonly offsetsTopicReplicationFactor: number;
+  readonly offsetsTopicSegmentBytes: number;
+  readonly transactionStateLogNumPartitions: number;
+  readonly transactionStateLogReplicationFactor: number;
+  readonly transactionStateLogMinIsr: number;
+  readonly transactionStateLogSegmentBytes: number;
 }
 
 export type ConfigSource = { origin: string; values: Iterable<[string, string]> };
@@ -180,5 +198,14 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     connectionsMaxIdleMs: int('connections.max.idle.ms'),
     queuedMaxRequests: int('queued.max.requests'),
     shutdownTimeoutMs: int('shutdown.timeout.ms'),
+    fetchMaxBytes: int('fetch.max.bytes'),
+    maxIncrementalFetchSessionCacheSlots: int('max.incremental.fetch.session.cache.slots'),
+    offsetsTopicNumPartitions: int('offsets.topic.num.partitions'),
+    offsetsTopicReplicationFactor: int('offsets.topic.replication.factor'),
+    offsetsTopicSegmentBytes: int('offsets.topic.segment.bytes'),
+    transactionStateLogNumPartitions: int('transaction.state.log.num.partitions'),
+    transactionStateLogReplicationFactor: int('transaction.state.log.replication.factor'),
+    transactionStateLogMinIsr: int('transaction.state.log.min.isr'),
+    transactionStateLogSegmentBytes: int('transaction.state.log.segment.bytes'),
   };
 }

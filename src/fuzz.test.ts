@@ -27,6 +27,8 @@ import { Reader, ZERO_UUID } from '../wire/reader.js';
 import { Writer } from '../wire/writer.js';
 import { finishFrame, requestHeaderVersion, skipTaggedFields, startRequest } from '../wire/headers.js';
 import { seededRandom } from '../wire/seeded-random.js';
+import { inRange } from '../wire/schema.js';
+import { HANDLERS } from '../api/registry.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ENTRY = join(ROOT, 'dist', 'gregor.mjs');
@@ -244,6 +246,15 @@ function checkAnswer(req: Buffer, res: Buffer): { problem: string | null; apiVer
     if (r.error) return { problem: `Metadata v${version} response header: ${r.error}` };
     const decoded = decode(MESSAGES.MetadataResponse!, version, res.subarray(r.pos));
     return { problem: decoded.ok ? null : `undecodable Metadata v${version} response: ${decoded.error}` };
+  }
+  // A flipped bit can turn the request into another API the broker serves; its answer must decode.
+  const handler = HANDLERS.find((h) => h.apiKey === apiKey);
+  if (handler && version >= handler.minVersion && version <= handler.maxVersion) {
+    const r = new Reader(res, 4);
+    if (inRange(handler.response.flexible, version)) skipTaggedFields(r);
+    if (r.error) return { problem: `${handler.name} v${version} response header: ${r.error}` };
+    const decoded = decode(handler.response, version, res.subarray(r.pos));
+    return { problem: decoded.ok ? null : `undecodable ${handler.name} v${version} response: ${decoded.error}` };
   }
   return { problem: `answered api key ${apiKey} v${version}, which should have closed the connection` };
 }

@@ -23,12 +23,19 @@ const (
 	scenarioBudget = 15 * time.Second
 )
 
+// budgets gives scenarios that move more data a longer bound than scenarioBudget; all stay
+// under run's outer 30 s limit.
+var budgets = map[string]time.Duration{
+	"roundtrip": 25 * time.Second,
+}
+
 // scenario runs one check, printing what it sees; a non-nil error means fail.
 type scenario func(ctx context.Context, bootstrap string) error
 
 // scenarios is where new scenarios (produce, consume, groups, transactions) register.
 var scenarios = map[string]scenario{
-	"metadata": metadataScenario,
+	"metadata":  metadataScenario,
+	"roundtrip": roundtripScenario,
 }
 
 func main() {
@@ -52,7 +59,11 @@ func run(args []string) int {
 		fmt.Printf("franz-go: scenario %q is not implemented (have: %s)\n", name, strings.Join(scenarioNames(), ", "))
 		return exitNotImplemented
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), scenarioBudget)
+	budget := scenarioBudget
+	if b, ok := budgets[name]; ok {
+		budget = b
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	if err := fn(ctx, bootstrap); err != nil {
 		fmt.Printf("FAIL franz-go %s: %v\n", name, err)

@@ -4,6 +4,12 @@ import java.util.Properties;
 import org.apache.kafka.clients.CommonClientConfigs;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /** Client construction shared by all scenarios, so every scenario has the same time bounds. */
 final class Clients {
@@ -14,17 +20,46 @@ final class Clients {
     }
 
     static Admin admin(String bootstrap) {
+        Properties p = common(bootstrap);
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, API_TIMEOUT_MS);
+        return Admin.create(p);
+    }
+
+    /** A plain producer: no idempotence (so no InitProducerId), acks=all, the given codec. */
+    static KafkaProducer<byte[], byte[]> producer(String bootstrap, String compressionType) {
+        Properties p = common(bootstrap);
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, false);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, compressionType);
+        p.put(ProducerConfig.LINGER_MS_CONFIG, 20);
+        // send() blocks at most this long for metadata; a record is failed after the delivery timeout.
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 10_000);
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 8_000);
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 10_000);
+        return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    }
+
+    /** A consumer without group.id: assign() and seek() only, nothing committed. */
+    static KafkaConsumer<byte[], byte[]> groupFreeConsumer(String bootstrap) {
+        Properties p = common(bootstrap);
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, API_TIMEOUT_MS);
+        p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 200);
+        return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    private static Properties common(String bootstrap) {
         Properties p = new Properties();
         p.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(CommonClientConfigs.CLIENT_ID_CONFIG, "gregor-compat-java");
-        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, API_TIMEOUT_MS);
-        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, API_TIMEOUT_MS);
-        p.put(AdminClientConfig.SOCKET_CONNECTION_SETUP_TIMEOUT_MS_CONFIG, 5_000);
-        p.put(AdminClientConfig.SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS_CONFIG, 5_000);
+        p.put(CommonClientConfigs.REQUEST_TIMEOUT_MS_CONFIG, API_TIMEOUT_MS);
+        p.put(CommonClientConfigs.SOCKET_CONNECTION_SETUP_TIMEOUT_MS_CONFIG, 5_000);
+        p.put(CommonClientConfigs.SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS_CONFIG, 5_000);
         // Short backoffs so a broker that comes up late is still reached inside the budget,
         // without hammering a port that refuses connections.
-        p.put(AdminClientConfig.RECONNECT_BACKOFF_MS_CONFIG, 200);
-        p.put(AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 2_000);
-        return Admin.create(p);
+        p.put(CommonClientConfigs.RECONNECT_BACKOFF_MS_CONFIG, 200);
+        p.put(CommonClientConfigs.RECONNECT_BACKOFF_MAX_MS_CONFIG, 2_000);
+        return p;
     }
 }

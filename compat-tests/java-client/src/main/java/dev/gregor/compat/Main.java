@@ -18,6 +18,7 @@ public final class Main {
 
     static {
         SCENARIOS.put("metadata", new MetadataScenario());
+        SCENARIOS.put("roundtrip", new RoundtripScenario());
     }
 
     private Main() {

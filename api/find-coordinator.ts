@@ -1,0 +1,169 @@
+/**
+ * FindCoordinator (key 10), versions 0-6.
+ * v1 adds key_type (0 group, 1 transaction) and an error message; v3 is
+ * flexible; v4 asks for several keys at once and answers one entry per key.
+ *
+ * The coordinator of a group is the leader of partition
+ * abs(javaHashCode(groupId)) % offsets.topic.num.partitions of
+ * __consumer_offsets, and of a transactional id the leader of its partition of
+ * __transaction_state. As in Kafka, the first request that needs an internal
+ * topic creates it and is answered COORDINATOR_NOT_AVAILABLE; clients retry.
+ *
+ * librdkafka turns LZ4 on only when the broker advertises this API from v0
+ * (CLIENT-MATRIX.md trap 21), so it is served even before groups are.
+ */
+import { ErrorCode } from '../wire/errors.js';
+import { FindCoordinatorRequest } from '../wire/messages/find-coordinator-request.js';
+import { FindCoordinatorResponse, type Coordinator } from '../wire/messages/find-coordinator-response.js';
+import { endpointFor } from '../cluster/metadata-image.js';
+import { defineHandler, type BrokerServices, type RequestContext } from './handler.js';
+
+export const GROUP_METADATA_TOPIC = '__consumer_offsets';
+export const TRANSACTION_STATE_TOPIC = '__transaction_state';
+
+const KEY_TYPE_GROUP = 0;
+const KEY_TYPE_TRANSACTION = 1;
+const BATCHED_VERSION = 4;
+
+/** Java's String.hashCode over UTF-16 code units, as an int32. */
+export function javaStringHashCode(s: string): number {
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (Math.imul(h, 31) + s.charCodeAt(i)) | 0;
+  return h;
+}
+
+/**
+ * The partition of an internal topic that owns `key`: Kafka's
+ * Utils.abs(hashCode) % partitions, where abs(Integer.MIN_VALUE) is 0.
+ *
+ * Example: partitionFor('my-group', 50) -> 12 (its hashCode is -1906497762).
+ */
+export function partitionFor(key: string, partitions: number): number {
+  const h = javaStringHashCode(key);
+  return (h === -2147483648 ? 0 : Math.abs(h)) % partitions;
+}
+
+interface InternalTopicSpec {
+  name: string;
+  partitions: number;
+  replicationFactor: number;
+  configs: Record<string, string>;
+}
+
+/** The internal topic behind a key type, with the settings Kafka gives it (Kafka's defaults for settings not given). */
+function internalTopic(keyType: number, services: BrokerServices): InternalTopicSpec {
+  const s = services.settings;
+  if (keyType === KEY_TYPE_GROUP) {
+    return {
+      name: GROUP_METADATA_TOPIC,
+      partitions: s.offsetsTopicNumPartitions ?? 50,
+      replicationFactor: s.offsetsTopicReplicationFactor ?? 3,
+      configs: {
+        'cleanup.policy': 'compact',
+        'compression.type': 'producer',
+        'segment.bytes': String(s.offsetsTopicSegmentBytes ?? 104857600),
+      },
+    };
+  }
+  return {
+    name: TRANSACTION_STATE_TOPIC,
+    partitions: s.transactionStateLogNumPartitions ?? 50,
+    replicationFactor: s.transactionStateLogReplicationFactor ?? 3,
+    configs: {
+      'cleanup.policy': 'compact',
+      'compression.type': 'uncompressed',
+      'min.insync.replicas': String(s.transactionStateLogMinIsr ?? 2),
+      'segment.bytes': String(s.transactionStateLogSegmentBytes ?? 104857600),
+      'unclean.leader.election.enable': 'false',
+    },
+  };
+}
+
+interface Found {
+  errorCode: number;
+  errorMessage: string | null;
+  nodeId: number;
+  host: string;
+  port: number;
+}
+
+const NO_NODE = { nodeId: -1, host: '', port: -1 };
+
+function failure(errorCode: number, errorMessage: string): Found {
+  return { errorCode, errorMessage, ...NO_NODE };
+}
+
+async function locate(keyType: number, key: string, ctx: RequestContext): Promise<Found> {
+  const { metadata, log } = ctx.services;
+  const spec = internalTopic(keyType, ctx.services);
+  let topic = metadata.image().topics.get(spec.name);
+  if (!topic) {
+    try {
+      await metadata.createTopic({
+        name: spec.name,
+        numPartitions: spec.partitions,
+        replicationFactor: Math.min(spec.replicationFactor, metadata.image().brokers.size),
+        configs: spec.configs,
+      });
+      log.info({ topic: spec.name, partitions: spec.partitions }, 'created internal topic');
+    } catch (err) {
+      topic = metadata.image().topics.get(spec.name);
+      if (!topic) log.warn({ topic: spec.name, err }, 'cannot create internal topic');
+    }
+    if (!topic) return failure(ErrorCode.COORDINATOR_NOT_AVAILABLE, `${spec.name} is being created; retry`);
+  }
+  const index = partitionFor(key, topic.partitions.length);
+  const state = topic.partitions.find((p) => p.partition === index);
+  const leader = state && state.leader >= 0 ? metadata.image().brokers.get(state.leader) : undefined;
+  const endpoint = leader && endpointFor(leader, ctx.listener);
+  if (!leader || !endpoint) {
+    return failure(ErrorCode.COORDINATOR_NOT_AVAILABLE, `partition ${index} of ${spec.name} has no reachable leader`);
+  }
+  return { errorCode: ErrorCode.NONE, errorMessage: null, nodeId: leader.nodeId, host: endpoint.host, port: endpoint.port };
+}
+
+export const findCoordinator = defineHandler<FindCoordinatorRequest, FindCoordinatorResponse>({
+  apiKey: 10,
+  name: 'FindCoordinator',
+  request: FindCoordinatorRequest,
+  response: FindCoordinatorResponse,
+  minVersion: 0,
+  maxVersion: 6,
+  async handle(req, ctx) {
+    const keyType = ctx.apiVersion >= 1 ? req.keyType : KEY_TYPE_GROUP;
+    if (keyType !== KEY_TYPE_GROUP && keyType !== KEY_TYPE_TRANSACTION) {
+      return errorBody(req, ErrorCode.INVALID_REQUEST, ctx, `unknown coordinator key type ${keyType}`);
+    }
+    if (ctx.apiVersion < BATCHED_VERSION) {
+      const found = await locate(keyType, req.key, ctx);
+      return single(found);
+    }
+    const coordinators: Coordinator[] = [];
+    for (const key of req.coordinatorKeys) {
+      const found = await locate(keyType, key, ctx);
+      coordinators.push({ key, ...found });
+    }
+    return { ...single(failure(ErrorCode.NONE, '')), errorMessage: null, coordinators };
+  },
+  errorResponse: (req, code, ctx) => errorBody(req, code, ctx, null),
+});
+
+function single(found: Found): FindCoordinatorResponse {
+  return {
+    throttleTimeMs: 0,
+    errorCode: found.errorCode,
+    errorMessage: found.errorMessage,
+    nodeId: found.nodeId,
+    host: found.host,
+    port: found.port,
+    coordinators: [],
+  };
+}
+
+function errorBody(req: FindCoordinatorRequest, errorCode: number, ctx: RequestContext, message: string | null): FindCoordinatorResponse {
+  const body = single({ errorCode, errorMessage: message, ...NO_NODE });
+  if (ctx.apiVersion >= BATCHED_VERSION) {
+    body.coordinators = req.coordinatorKeys.map((key) => ({ key, errorCode, errorMessage: message, ...NO_NODE }));
+  }
+  return body;
+}
