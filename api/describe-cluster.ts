@@ -15,16 +15,13 @@ import { DescribeClusterResponse, type DescribeClusterBroker } from '../wire/mes
 import { ErrorCode } from '../wire/errors.js';
 import { endpointFor } from '../cluster/metadata-image.js';
 import { defineHandler, type RequestContext } from './handler.js';
+import { CLUSTER_OPERATIONS } from './metadata.js';
 
 const ENDPOINT_TYPE_BROKER = 1;
 const ENDPOINT_TYPE_CONTROLLER = 2;
 
-/**
- * Bits of CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
- * ALTER_CONFIGS and IDEMPOTENT_WRITE: 8096, what Kafka 4.0 answers for the
- * cluster resource without an authorizer (token operations belong to users).
- */
-export const CLUSTER_AUTHORIZED_OPERATIONS = [5, 7, 8, 9, 10, 11, 12].reduce((m, op) => m | (1 << op), 0);
+/** The cluster's operations without an authorizer, shared with Metadata. */
+export const CLUSTER_AUTHORIZED_OPERATIONS = CLUSTER_OPERATIONS;
 const OPERATIONS_NOT_REQUESTED = -2147483648;
 
 export const describeCluster = defineHandler<DescribeClusterRequest, DescribeClusterResponse>({

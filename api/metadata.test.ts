@@ -31,6 +31,15 @@ describe('Metadata', () => {
     expect(res.clusterId).toBe('test-cluster-id-00000');
   });
 
+  it('answers the cluster operations Kafka 4.0.2 answers without an authorizer, only in v8-v10 and only when asked', async () => {
+    const s = testServices();
+    const asked = { ...req([]), includeClusterAuthorizedOperations: true };
+    // A Metadata v9 request with include_cluster_authorized_operations to Kafka 4.0.2 got 8096.
+    expect((await ask(s, 9, asked)).clusterAuthorizedOperations).toBe(8096);
+    expect((await ask(s, 9, req([]))).clusterAuthorizedOperations).toBe(-2147483648);
+    expect((await ask(s, 11, asked)).clusterAuthorizedOperations).toBe(-2147483648);
+  });
+
   it('reads an empty topic list as "all topics" in v0 and "no topics" from v1', async () => {
     const s = testServices();
     await ask(s, 1, req(named('a')));

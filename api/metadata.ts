@@ -16,8 +16,12 @@ import { defineHandler, type RequestContext } from './handler.js';
 
 /** Bits of READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: all a topic allows without an authorizer. */
 export const TOPIC_OPERATIONS = [3, 4, 5, 6, 7, 8, 10, 11].reduce((m, op) => m | (1 << op), 0);
-/** Bits of CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, CREATE_TOKENS, DESCRIBE_TOKENS. */
-export const CLUSTER_OPERATIONS = [5, 7, 8, 9, 10, 11, 12, 13, 14].reduce((m, op) => m | (1 << op), 0);
+/**
+ * Bits of CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS and
+ * IDEMPOTENT_WRITE: 8096, what Kafka 4.0.2 answers without an authorizer, in Metadata
+ * v8-v10 and DescribeCluster alike.
+ */
+export const CLUSTER_OPERATIONS = [5, 7, 8, 9, 10, 11, 12].reduce((m, op) => m | (1 << op), 0);
 const OPERATIONS_NOT_REQUESTED = -2147483648;
 
 function brokersOf(image: MetadataImage, listener: string): MetadataResponseBroker[] {
