@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Admin as PlatformaticAdmin } from '@platformatic/kafka';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startBroker, type Broker } from '../src/index.js';
+import { startBroker, type Broker } from './index.js';
 
 const brokers: Broker[] = [];
 const dirs: string[] = [];

@@ -8,13 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startBroker, type Broker } from '../src/index.js';
-import { FrameClient, withTimeout } from '../src/test-utils.js';
+import { startBroker, type Broker } from './index.js';
+import { FrameClient, withTimeout } from './test-utils.js';
 import { decode, encode } from '../wire/codec.js';
 import { ZERO_UUID } from '../wire/uuid.js';
 import { FetchRequest } from '../wire/messages/fetch-request.js';
 import { FetchResponse, type FetchResponse as FetchResponseT } from '../wire/messages/fetch-response.js';
-import { HANDLERS } from './registry.js';
+import { HANDLERS } from '../api/registry.js';
 
 const KCAT = '/usr/bin/kcat';
 const brokers: Broker[] = [];
