@@ -5,10 +5,53 @@ import { ZERO_UUID } from '../wire/uuid.js';
 import type { CreatableTopic, CreateTopicsRequest } from '../wire/messages/create-topics-request.js';
 import { CreateTopicsResponse as CreateTopicsResponseDecl, type CreateTopicsResponse } from '../wire/messages/create-topics-response.js';
 import { buildImage } from '../cluster/metadata-image.js';
-import { TOPIC_CONFIG_DEFAULTS, createTopics, effectiveTopicConfigs } from './create-topics.js';
+import { BrokerConfigs, NO_STATIC_CONFIG } from '../cluster/broker-configs.js';
+import { createTopics, createdTopicConfigs } from './create-topics.js';
 import { manualAssignmentProblem } from './replica-assignment.js';
 import { ctxFor, testServices, type TestServices } from './test-services.js';
 import type { BrokerSettings } from './handler.js';
+
+/**
+ * What Apache Kafka 4.0.2 (the reference broker, on its default settings)
+ * answers in CreateTopics v7 for a topic created without configs: every
+ * entry DEFAULT_CONFIG (5), not read-only, not sensitive. Recorded with a raw
+ * CreateTopics v7 request built on gregor's codec.
+ */
+const REFERENCE_DEFAULTS: readonly (readonly [name: string, value: string])[] = [
+  ['cleanup.policy', 'delete'],
+  ['compression.gzip.level', '-1'],
+  ['compression.lz4.level', '9'],
+  ['compression.type', 'producer'],
+  ['compression.zstd.level', '3'],
+  ['delete.retention.ms', '86400000'],
+  ['file.delete.delay.ms', '60000'],
+  ['flush.messages', '9223372036854775807'],
+  ['flush.ms', '9223372036854775807'],
+  ['follower.replication.throttled.replicas', ''],
+  ['index.interval.bytes', '4096'],
+  ['leader.replication.throttled.replicas', ''],
+  ['local.retention.bytes', '-2'],
+  ['local.retention.ms', '-2'],
+  ['max.compaction.lag.ms', '9223372036854775807'],
+  ['max.message.bytes', '1048588'],
+  ['message.timestamp.after.max.ms', '3600000'],
+  ['message.timestamp.before.max.ms', '9223372036854775807'],
+  ['message.timestamp.type', 'CreateTime'],
+  ['min.cleanable.dirty.ratio', '0.5'],
+  ['min.compaction.lag.ms', '0'],
+  ['min.insync.replicas', '1'],
+  ['preallocate', 'false'],
+  ['remote.log.copy.disable', 'false'],
+  ['remote.log.delete.on.disable', 'false'],
+  ['remote.storage.enable', 'false'],
+  ['retention.bytes', '-1'],
+  ['retention.ms', '604800000'],
+  ['segment.bytes', '1073741824'],
+  ['segment.index.bytes', '10485760'],
+  ['segment.jitter.ms', '0'],
+  ['segment.ms', '604800000'],
+  ['unclean.leader.election.enable', 'false'],
+];
 
 const open: TestServices[] = [];
 afterEach(async () => {
@@ -54,7 +97,7 @@ describe('CreateTopics', () => {
     expect(s.logs.get('orders', 0)).toBeDefined();
     expect(s.logs.get('orders', 1)).toBeDefined();
     // Every config Kafka lists, sorted by name; the override is DYNAMIC_TOPIC_CONFIG (1), the rest DEFAULT_CONFIG (5).
-    expect(t!.configs!.map((c) => c.name)).toEqual(TOPIC_CONFIG_DEFAULTS.map(([n]) => n));
+    expect(t!.configs!.map((c) => c.name)).toEqual(REFERENCE_DEFAULTS.map(([n]) => n));
     expect(t!.configs!.find((c) => c.name === 'retention.ms')).toEqual({ name: 'retention.ms', value: '1000', readOnly: false, configSource: 1, isSensitive: false });
     expect(t!.configs!.find((c) => c.name === 'segment.ms')).toEqual({ name: 'segment.ms', value: '604800000', readOnly: false, configSource: 5, isSensitive: false });
   });
@@ -251,14 +294,74 @@ describe('CreateTopics', () => {
       expect(back.value.topics.map((t) => t.errorCode)).toEqual([0, ErrorCode.INVALID_TOPIC_EXCEPTION]);
       if (v >= 1) expect(back.value.topics[1]!.errorMessage).toBe(res.topics[1]!.errorMessage);
       expect(back.value.topics[0]!.numPartitions).toBe(v >= 5 ? 1 : -1);
-      expect(back.value.topics[0]!.configs?.length ?? 0).toBe(v >= 5 ? TOPIC_CONFIG_DEFAULTS.length : 0);
+      expect(back.value.topics[0]!.configs?.length ?? 0).toBe(v >= 5 ? REFERENCE_DEFAULTS.length : 0);
       expect(back.value.topics[0]!.topicId).toBe(v >= 7 ? s.metadata.image().topics.get(`t${v}`)!.topicId : ZERO_UUID);
     }
   });
 
-  it('lists the effective configs with overrides on top of the defaults', () => {
-    const listed = effectiveTopicConfigs({ 'cleanup.policy': 'compact' });
+  it('answers a topic without configs on a broker at its defaults exactly as Kafka 4.0.2 does', async () => {
+    const s = services();
+    const res = await create(s, req([topic('plain')]));
+    expect(res.topics[0]!.configs!.map((c) => [c.name, c.value, c.configSource, c.readOnly, c.isSensitive])).toEqual(
+      REFERENCE_DEFAULTS.map(([name, value]) => [name, value, 5, false, false]),
+    );
+  });
+
+  it('echoes an override as the request wrote it, with DYNAMIC_TOPIC_CONFIG (1), validate_only too', async () => {
+    const s = services();
+    const configs = [
+      { name: 'cleanup.policy', value: ' compact , delete ' },
+      { name: 'compression.type', value: 'lz4' },
+      { name: 'retention.ms', value: '1000' },
+    ];
+    for (const validateOnly of [true, false]) {
+      const res = await create(s, req([topic(`over-${validateOnly}`, 1, 1, { configs })], { validateOnly }));
+      // Kafka 4.0.2 answers exactly these three as set by the topic, the rest as defaults.
+      expect(res.topics[0]!.configs!.filter((c) => c.configSource !== 5)).toEqual([
+        { name: 'cleanup.policy', value: ' compact , delete ', readOnly: false, configSource: 1, isSensitive: false },
+        { name: 'compression.type', value: 'lz4', readOnly: false, configSource: 1, isSensitive: false },
+        { name: 'retention.ms', value: '1000', readOnly: false, configSource: 1, isSensitive: false },
+      ]);
+    }
+  });
+
+  it('answers the dynamic cluster defaults (3) where no override is set, as Kafka 4.0.2 does', async () => {
+    const s = services();
+    await s.metadata.alterBrokerConfigs(null, { 'log.retention.ms': '3600000', 'compression.type': 'gzip', 'min.insync.replicas': '2' });
+    const res = await create(s, req([topic('dyn', 1, 1, { configs: [{ name: 'retention.ms', value: '5000' }] })], { validateOnly: true }));
+    // The reference broker, with the same three set at its cluster default, answers these three.
+    expect(res.topics[0]!.configs!.filter((c) => c.configSource !== 5)).toEqual([
+      { name: 'compression.type', value: 'gzip', readOnly: false, configSource: 3, isSensitive: false },
+      { name: 'min.insync.replicas', value: '2', readOnly: false, configSource: 3, isSensitive: false },
+      { name: 'retention.ms', value: '5000', readOnly: false, configSource: 1, isSensitive: false },
+    ]);
+    const plain = await create(s, req([topic('dyn-plain')], { validateOnly: true }));
+    expect(plain.topics[0]!.configs!.find((c) => c.name === 'retention.ms')).toMatchObject({ value: '3600000', configSource: 3 });
+  });
+
+  it('answers this broker\'s dynamic configs (2) and its static ones (4), synonyms converted, as Kafka\'s controller does', async () => {
+    const staticConfig = { values: new Map([['log.retention.hours', '2'], ['log.segment.bytes', '2097152']]), keys: new Map() };
+    const s = services({ staticConfig });
+    await s.metadata.alterBrokerConfigs(1, { 'log.cleanup.policy': 'compact' });
+    const res = await create(s, req([topic('layers')]));
+    const listed = res.topics[0]!.configs!;
+    expect(listed.filter((c) => c.configSource !== 5).map((c) => [c.name, c.value, c.configSource])).toEqual([
+      ['cleanup.policy', 'compact', 2],
+      ['retention.ms', '7200000', 4],
+      ['segment.bytes', '2097152', 4],
+    ]);
+    // The values DescribeConfigs gives the topic, name for name; and its sources, but for
+    // retention.ms: set through log.retention.hours alone, DescribeConfigs calls it DEFAULT_CONFIG.
+    const described = BrokerConfigs.of(s.metadata.image(), staticConfig, 1).describeTopic({}, { keys: null, includeSynonyms: false, includeDocumentation: false });
+    const byName = new Map(described.map((e) => [e.name, [e.value, e.name === 'retention.ms' ? 4 : e.source]]));
+    for (const c of listed) expect([c.value, c.configSource], c.name).toEqual(byName.get(c.name));
+  });
+
+  it('createdTopicConfigs lists every topic config once, sorted by name', () => {
+    const s = services();
+    const listed = createdTopicConfigs(BrokerConfigs.of(s.metadata.image(), NO_STATIC_CONFIG, 1), { 'cleanup.policy': 'compact' });
     expect(listed).toHaveLength(33);
+    expect(listed.map((c) => c.name)).toEqual([...listed.map((c) => c.name)].sort());
     expect(listed.filter((c) => c.configSource === 1)).toEqual([{ name: 'cleanup.policy', value: 'compact', readOnly: false, configSource: 1, isSensitive: false }]);
   });
 });

@@ -20,8 +20,9 @@
  * as it would be in a later request. (Kafka 4.0 checks collisions against
  * existing topics only, and creates both.)
  *
- * The configs answered from v5 are Kafka 4.0's topic config defaults with the
- * request's overrides on top (DYNAMIC_TOPIC_CONFIG); see TOPIC_CONFIG_DEFAULTS.
+ * The configs answered from v5 are every topic config with its value and
+ * source on this broker, dynamic broker defaults included, as Kafka 4.0's
+ * controller answers them (see createdTopicConfigs).
  */
 import { CreateTopicsRequest, type CreatableTopic } from '../wire/messages/create-topics-request.js';
 import { CreateTopicsResponse, type CreatableTopicConfigs, type CreatableTopicResult } from '../wire/messages/create-topics-response.js';
@@ -29,78 +30,67 @@ import { ErrorCode } from '../wire/errors.js';
 import { ZERO_UUID, randomUuid } from '../wire/uuid.js';
 import type { MetadataImage } from '../cluster/metadata-image.js';
 import { MAX_TOPIC_NAME_LENGTH, collisionKey, topicNameProblem } from '../cluster/topic-names.js';
-import { checkTopicConfigs } from '../storage/topic-config.js';
+import { BrokerConfigs, ConfigSource, NO_STATIC_CONFIG } from '../cluster/broker-configs.js';
+import { checkTopicConfigs, parseConfigValue, topicConfigDef, topicConfigValue, TOPIC_CONFIGS } from '../storage/topic-config.js';
 import { MAX_RECORDS_PER_REQUEST, manualAssignmentProblem, placementProblem } from './replica-assignment.js';
 import { defineHandler, type BrokerSettings, type RequestContext } from './handler.js';
 
 /** KRaft's own metadata log: never a topic a client may create. */
 const CLUSTER_METADATA_TOPIC = '__cluster_metadata';
 
-/** Kafka's ConfigSource ids as DescribeConfigs and CreateTopics v5+ carry them. */
-const CONFIG_SOURCE_DYNAMIC_TOPIC = 1;
-const CONFIG_SOURCE_DEFAULT = 5;
-
 /**
- * Every topic config Kafka 4.0 lists for a new topic, with the value a broker
- * on its default settings gives it, as the reference broker (4.0.2) answers
- * CreateTopics v7. Names and values only: the catalog with types and
- * validation is storage/topic-config.ts, and this list should come from it
- * once it describes defaults and broker-level overrides.
- */
-export const TOPIC_CONFIG_DEFAULTS: readonly (readonly [name: string, value: string])[] = [
-  ['cleanup.policy', 'delete'],
-  ['compression.gzip.level', '-1'],
-  ['compression.lz4.level', '9'],
-  ['compression.type', 'producer'],
-  ['compression.zstd.level', '3'],
-  ['delete.retention.ms', '86400000'],
-  ['file.delete.delay.ms', '60000'],
-  ['flush.messages', '9223372036854775807'],
-  ['flush.ms', '9223372036854775807'],
-  ['follower.replication.throttled.replicas', ''],
-  ['index.interval.bytes', '4096'],
-  ['leader.replication.throttled.replicas', ''],
-  ['local.retention.bytes', '-2'],
-  ['local.retention.ms', '-2'],
-  ['max.compaction.lag.ms', '9223372036854775807'],
-  ['max.message.bytes', '1048588'],
-  ['message.timestamp.after.max.ms', '3600000'],
-  ['message.timestamp.before.max.ms', '9223372036854775807'],
-  ['message.timestamp.type', 'CreateTime'],
-  ['min.cleanable.dirty.ratio', '0.5'],
-  ['min.compaction.lag.ms', '0'],
-  ['min.insync.replicas', '1'],
-  ['preallocate', 'false'],
-  ['remote.log.copy.disable', 'false'],
-  ['remote.log.delete.on.disable', 'false'],
-  ['remote.storage.enable', 'false'],
-  ['retention.bytes', '-1'],
-  ['retention.ms', '604800000'],
-  ['segment.bytes', '1073741824'],
-  ['segment.index.bytes', '10485760'],
-  ['segment.jitter.ms', '0'],
-  ['segment.ms', '604800000'],
-  ['unclean.leader.election.enable', 'false'],
-];
-
-/**
- * The configs a new topic ends up with, sorted by name as Kafka lists them:
- * each default, replaced by the override where the request sets one.
+ * The configs of a new topic with `overrides`, as Kafka 4.0's controller
+ * answers them in CreateTopics v5+ (KafkaConfigSchema's effective topic
+ * configs): every topic config, sorted by name, never read-only or
+ * sensitive, each taken from the first of
  *
- * Example: effectiveTopicConfigs({ 'retention.ms': '1000' }) lists 33 entries,
- * among them { name: 'retention.ms', value: '1000', configSource: 1, ... } and
- * { name: 'segment.ms', value: '604800000', configSource: 5, ... }.
+ *   1. the request's override, as written          DYNAMIC_TOPIC_CONFIG (1)
+ *   2. this broker's dynamic configs               DYNAMIC_BROKER_CONFIG (2)
+ *   3. the cluster-wide dynamic defaults           DYNAMIC_DEFAULT_BROKER_CONFIG (3)
+ *   4. the broker's static config                  STATIC_BROKER_CONFIG (4)
+ *   5. the value the topic's logs run with         DEFAULT_CONFIG (5)
+ *
+ * where levels 2-4 look at each broker synonym of the config in order
+ * (retention.ms: log.retention.ms, .minutes, .hours), converted to the
+ * config's unit. This is the value DescribeConfigs shows, and its source too
+ * except in one case where Kafka's two answers differ and this one follows
+ * Kafka's CreateTopics: a synonym after the first one set (log.retention.hours
+ * but not log.retention.ms), which DescribeConfigs calls DEFAULT_CONFIG.
+ *
+ * Example: on a broker with log.retention.ms=3600000 set dynamically at the
+ * cluster default, createdTopicConfigs(configs, { 'cleanup.policy': ' compact ' })
+ * lists 33 entries, among them { name: 'cleanup.policy', value: ' compact ',
+ * configSource: 1 }, { name: 'retention.ms', value: '3600000', configSource: 3 }
+ * and { name: 'segment.ms', value: '604800000', configSource: 5 }.
  */
-export function effectiveTopicConfigs(overrides: Readonly<Record<string, string>>): CreatableTopicConfigs[] {
-  const byName = new Map<string, { value: string; source: number }>();
-  for (const [name, value] of TOPIC_CONFIG_DEFAULTS) byName.set(name, { value, source: CONFIG_SOURCE_DEFAULT });
-  for (const [name, value] of Object.entries(overrides)) byName.set(name, { value, source: CONFIG_SOURCE_DYNAMIC_TOPIC });
-  return [...byName.keys()]
+export function createdTopicConfigs(configs: BrokerConfigs, overrides: Readonly<Record<string, string>>): CreatableTopicConfigs[] {
+  const perBroker = configs.dynamic.perBroker.get(configs.nodeId) ?? {};
+  const levels: readonly (readonly [source: number, get: (name: string) => string | undefined])[] = [
+    [ConfigSource.DYNAMIC_BROKER_CONFIG, (n) => perBroker[n]],
+    [ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, (n) => configs.dynamic.clusterDefault[n]],
+    [ConfigSource.STATIC_BROKER_CONFIG, (n) => configs.staticConfig.values.get(n)],
+  ];
+  const entry = (name: string, value: string, configSource: number): CreatableTopicConfigs => ({ name, value, readOnly: false, configSource, isSensitive: false });
+  return TOPIC_CONFIGS.map((d) => d.name)
     .sort()
     .map((name) => {
-      const { value, source } = byName.get(name)!;
-      return { name, value, readOnly: false, configSource: source, isSensitive: false };
+      const own = overrides[name];
+      if (own !== undefined) return entry(name, own, ConfigSource.TOPIC_CONFIG);
+      const d = topicConfigDef(name)!;
+      for (const [source, get] of levels) {
+        for (const [server, factor] of d.serverDefaults) {
+          const raw = get(server);
+          if (raw !== undefined) return entry(name, factor === 1n ? raw : inUnitsOf(raw, factor), source);
+        }
+      }
+      return entry(name, topicConfigValue(d, {}, configs.value), ConfigSource.DEFAULT_CONFIG);
     });
+}
+
+/** A synonym's value (hours, minutes) in the topic config's unit, as Kafka converts it: one that does not parse counts as 0. */
+function inUnitsOf(raw: string, factor: bigint): string {
+  const parsed = parseConfigValue('', 'long', raw);
+  return String(parsed.ok ? (parsed.value as bigint) * factor : 0n);
 }
 
 /** The INVALID_TOPIC_EXCEPTION message Kafka gives for an illegal name, or null for a legal one. */
@@ -216,7 +206,7 @@ function failed(name: string, errorCode: number, errorMessage: string | null): C
   };
 }
 
-function created(plan: Plan, topicId: string): CreatableTopicResult {
+function created(plan: Plan, topicId: string, configs: BrokerConfigs): CreatableTopicResult {
   return {
     name: plan.name,
     topicId,
@@ -225,7 +215,7 @@ function created(plan: Plan, topicId: string): CreatableTopicResult {
     topicConfigErrorCode: ErrorCode.NONE,
     numPartitions: plan.numPartitions,
     replicationFactor: plan.replicationFactor,
-    configs: effectiveTopicConfigs(plan.configs),
+    configs: createdTopicConfigs(configs, plan.configs),
   };
 }
 
@@ -278,10 +268,12 @@ export const createTopics = defineHandler<CreateTopicsRequest, CreateTopicsRespo
       return errorBody(req, ErrorCode.POLICY_VIOLATION, ctx, 'Unable to perform excessively large batch operation.');
     }
 
+    // (config-resources.ts has brokerConfigs(ctx), but imports this file.)
+    const configs = BrokerConfigs.of(store.image(), settings.staticConfig ?? NO_STATIC_CONFIG, settings.nodeId);
     for (const plan of plans) {
       if (req.validateOnly) {
         // Kafka answers a validated topic with the id it would have had.
-        results.set(plan.name, created(plan, randomUuid()));
+        results.set(plan.name, created(plan, randomUuid(), configs));
         continue;
       }
       try {
@@ -292,7 +284,7 @@ export const createTopics = defineHandler<CreateTopicsRequest, CreateTopicsRespo
           configs: plan.configs,
           ...(plan.assignments ? { assignments: plan.assignments } : {}),
         });
-        results.set(plan.name, created(plan, topic.topicId));
+        results.set(plan.name, created(plan, topic.topicId, configs));
         log.info({ topic: plan.name, topicId: topic.topicId, partitions: plan.numPartitions, configs: plan.configs }, 'created topic');
       } catch (err) {
         // Only a creation that raced this request (between its checks and now) lands here.

@@ -8,8 +8,13 @@
  * defaults: this broker leads every partition it answers for).
  *
  * acks=0 appends and sends nothing back (the client expects no response); acks=1
- * and acks=-1 answer after the append, the ISR being this broker alone. The
- * transactional id is accepted and not yet acted on.
+ * and acks=-1 answer after the append. acks=-1 to a partition whose ISR is
+ * below min.insync.replicas (capped at its replica count, as Kafka 4.0 caps
+ * it) appends nothing and answers NOT_ENOUGH_REPLICAS; see
+ * ReplicaManager.appendRecords. A topic whose compression.type names a codec
+ * stores every batch with it, re-encoding those that came otherwise (see
+ * storage/log-validator.ts). The transactional id is accepted and not yet
+ * acted on.
  */
 import { ProduceRequest } from '../wire/messages/produce-request.js';
 import { ProduceResponse, type PartitionProduceResponse, type TopicProduceResponse } from '../wire/messages/produce-response.js';
@@ -49,8 +54,10 @@ export function versionProblem(records: Buffer, version: number): PartitionAppen
     if (magic !== MAGIC_V2) {
       return appendError(ErrorCode.INVALID_RECORD, `Produce v${version} accepts only record batches of magic 2, not magic ${magic}`);
     }
-    const first = LOG_OVERHEAD + records.readInt32BE(BATCH_LENGTH);
-    if (first > LOG_OVERHEAD && first < records.length) {
+    // Kafka parses the partition's bytes into batches first: a batch that claims more
+    // bytes than are present leaves no complete batch, which is not exactly one.
+    const first = records.length >= LOG_OVERHEAD ? LOG_OVERHEAD + records.readInt32BE(BATCH_LENGTH) : records.length;
+    if (first > LOG_OVERHEAD && first !== records.length) {
       return appendError(ErrorCode.INVALID_RECORD, `a Produce v${version} partition must contain exactly one record batch`);
     }
   }

@@ -7,7 +7,8 @@
  * With the local metadata store the broker leads every partition and the ISR is
  * itself, so an append is committed as soon as it is written: the high
  * watermark follows the log end at once, and acks=1 and acks=-1 both answer
- * right after the append.
+ * right after the append (min.insync.replicas never refuses a partition whose
+ * every replica is in the ISR: see appendRecords).
  */
 import { ErrorCode } from '../wire/errors.js';
 import { diskSpace } from '../storage/disk-space.js';
@@ -193,12 +194,21 @@ export class ReplicaManager {
   /**
    * Appends `records` (one Produce partition's bytes) to the partition's log as
    * its leader. Never throws: every problem is the partition's error code.
-   * `acks` is checked by the caller; with this broker as the whole ISR every
-   * accepted value is satisfied once the append returns.
+   * `acks` is checked by the caller (-1, 0 or 1).
+   *
+   * With acks=-1 the ISR must hold at least min.insync.replicas replicas, or
+   * all of them when the partition has fewer replicas than that (Kafka's
+   * Partition.effectiveMinIsr, so min.insync.replicas=2 on a partition with
+   * one replica appends as usual, as Kafka 4.0 does); otherwise nothing is
+   * appended and the answer is NOT_ENOUGH_REPLICAS with the log start
+   * offset and no message, as Kafka answers it. acks=0 and 1 never wait for
+   * the ISR. Past that check every accepted value is satisfied once the
+   * append returns (a wider ISR's wait for followers is not built yet).
    *
    * Example: appendRecords('orders', 0, <batch of 3 records>, -1) on a new log
    * -> { errorCode: 0, baseOffset: 0n, logStartOffset: 0n, ... }, and the high
-   * watermark becomes 3n.
+   * watermark becomes 3n. With replicas [1, 2, 3], ISR [1] and
+   * min.insync.replicas 2: acks -1 -> NOT_ENOUGH_REPLICAS, acks 1 -> appended.
    */
   appendRecords(topic: string, partition: number, records: Buffer, acks: number): PartitionAppendResult {
     const state = this.partitionState(topic, partition);
@@ -210,6 +220,17 @@ export class ReplicaManager {
     } catch (err) {
       this.log.warn({ topic, partition, err }, 'cannot open partition log');
       return appendError(ErrorCode.KAFKA_STORAGE_ERROR, (err as Error).message);
+    }
+    // An offline log answers KAFKA_STORAGE_ERROR from the append below, before any ISR question.
+    if (acks === -1 && !log.isOffline) {
+      const minIsr = Math.min(log.config.minInSyncReplicas, state.replicas.length);
+      if (state.isr.length < minIsr) {
+        this.log.warn(
+          { topic, partition, isr: state.isr, minInSyncReplicas: minIsr },
+          `The size of the current ISR ${state.isr.length} is insufficient to satisfy the min.isr requirement of ${minIsr}`,
+        );
+        return appendError(ErrorCode.NOT_ENOUGH_REPLICAS, null, log.logStartOffset);
+      }
     }
     try {
       // `records` is a view into the request frame, which nothing reads after the handler.

@@ -43,7 +43,27 @@ export interface LogConfig {
   readonly flushMs: number;
   /** file.delete.delay.ms */
   readonly fileDeleteDelayMs: number;
+  /**
+   * compression.type: the codec batches are stored with. 'producer' keeps
+   * each batch as the producer compressed it; any other value makes the
+   * validator re-encode a batch whose codec differs ('uncompressed': none).
+   */
+  readonly compressionType: CompressionType;
+  /** compression.gzip.level: 1 to 9, or -1 for the codec's default. */
+  readonly compressionGzipLevel: number;
+  /** compression.lz4.level: 1 to 17 (accepted, but see wire/compression.ts: not honoured). */
+  readonly compressionLz4Level: number;
+  /** compression.zstd.level: -131072 to 22. */
+  readonly compressionZstdLevel: number;
+  /**
+   * min.insync.replicas: with acks=-1, a leader whose ISR is smaller than
+   * this (or than the replica count, when that is smaller) appends nothing.
+   */
+  readonly minInSyncReplicas: number;
 }
+
+/** compression.type's values, as Kafka names them. */
+export type CompressionType = 'producer' | 'uncompressed' | 'gzip' | 'snappy' | 'lz4' | 'zstd';
 
 const LONG_MAX = Number.MAX_SAFE_INTEGER;
 
@@ -64,6 +84,11 @@ export const DEFAULT_LOG_CONFIG: LogConfig = {
   flushMessages: LONG_MAX,
   flushMs: LONG_MAX,
   fileDeleteDelayMs: 60000,
+  compressionType: 'producer',
+  compressionGzipLevel: -1,
+  compressionLz4Level: 9,
+  compressionZstdLevel: 3,
+  minInSyncReplicas: 1,
 };
 
 export function logConfig(overrides: Partial<LogConfig> = {}): LogConfig {

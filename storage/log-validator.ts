@@ -5,10 +5,14 @@
  * Invariant: an ok result holds the input batches in order, byte for byte, except
  * baseOffset and partitionLeaderEpoch (outside the CRC) and, when the timestamp
  * type or the batch maxTimestamp had to change, attributes, maxTimestamp and the
- * CRC, which is then recomputed. Records are never re-compressed.
+ * CRC, which is then recomputed. The one exception is a topic whose
+ * compression.type names a codec: a batch compressed otherwise is re-encoded
+ * with it (see reencode), as Kafka's LogValidator rebuilds such a batch;
+ * with compression.type=producer (the default) nothing is ever re-encoded.
  */
 import { ErrorCode } from '../wire/errors.js';
 import { legacyToBatch } from '../wire/legacy-message-set.js';
+import { compress } from '../wire/compression.js';
 import {
   ATTRIBUTES,
   BASE_OFFSET,
@@ -26,11 +30,14 @@ import {
   MIN_BATCH_LENGTH,
   NO_TIMESTAMP,
   PARTITION_LEADER_EPOCH,
+  PRODUCER_EPOCH,
   PRODUCER_ID,
   RECORD_COUNT,
   RECORDS,
   TIMESTAMP_TYPE_LOG_APPEND,
+  TRANSACTIONAL,
   batchCrcValid,
+  buildBatch,
   decodeRecords,
   fastScan,
   recordsPayload,
@@ -83,6 +90,8 @@ type Failure = Extract<ValidationResult, { ok: false }>;
 interface Checked {
   position: number;
   size: number;
+  /** The codec of the batch as it came (attributes' low three bits). */
+  codec: number;
   lastOffsetDelta: number;
   /** Largest record timestamp, NO_TIMESTAMP when none is above -1 (as Kafka). */
   maxRecordTimestamp: bigint;
@@ -114,6 +123,14 @@ interface Checked {
  *
  * `recordErrors[].batchIndex` is, as in Kafka's ProduceResponse, the index of the
  * offending record, counted from the first record of `records`.
+ *
+ * On a topic whose compression.type is a codec (not 'producer'), every batch
+ * that arrives with another codec is checked as above and then re-encoded
+ * (see reencode): the result is new bytes whatever `options.inPlace` says,
+ * and is checked against max.message.bytes and segment.bytes once more, as
+ * its size changed. Example: a gzip batch of 3 records on a topic with
+ * compression.type=lz4 at ctx.nextOffset 10 -> ok, firstOffset 10, one lz4
+ * batch holding the same keys, values, headers and timestamps.
  */
 export function validateAndAssignOffsets(
   records: Buffer,
@@ -201,7 +218,10 @@ function validate(records: Buffer, ctx: ValidationContext, inPlace: boolean): Va
       const scan = scanRecords(body, start, end, count, compacted);
       if (scan.error !== null) {
         const errors = scan.errorIndex < 0 ? [] : [{ batchIndex: recordBase + scan.errorIndex, message: scan.error }];
-        return fail(scan.invalid ? ErrorCode.INVALID_RECORD : ErrorCode.CORRUPT_MESSAGE, scan.error, errors);
+        // Kafka reads a batch whose CRC holds but whose records do not parse (too
+        // few, bytes left over, a length past the end) as an invalid record,
+        // not a corrupt message: only the CRC and the batch header give CORRUPT_MESSAGE.
+        return fail(ErrorCode.INVALID_RECORD, scan.error, errors);
       }
       nullKeys = scan.nullKeys.length > 0;
       maxTimestampDelta = scan.maxTimestampDelta;
@@ -234,9 +254,14 @@ function validate(records: Buffer, ctx: ValidationContext, inPlace: boolean): Va
       maxRecordTimestamp = NO_TIMESTAMP;
       offsetDeltaOfMax = -1;
     }
-    checked.push({ position: pos, size, lastOffsetDelta, maxRecordTimestamp, offsetDeltaOfMax });
+    checked.push({ position: pos, size, codec: attributes & COMPRESSION_MASK, lastOffsetDelta, maxRecordTimestamp, offsetDeltaOfMax });
     recordBase += count;
     pos += size;
+  }
+
+  const target = TARGET_CODEC[ctx.config.compressionType];
+  if (target !== undefined) {
+    for (const c of checked) if (c.codec !== target) return reencodeAndAssign(input, checked, ctx, target, logAppend, recordBase);
   }
 
   // Every check passed: one copy (unless the caller owns the input or the legacy
@@ -246,6 +271,16 @@ function validate(records: Buffer, ctx: ValidationContext, inPlace: boolean): Va
     out = outputBuffer(input.length);
     out.set(input);
   }
+  return assignOffsets(out, checked, ctx, logAppend, recordBase);
+}
+
+/**
+ * The offset-assigning pass over batches that passed every check, laid out
+ * in `out` as `checked` says: baseOffset and partitionLeaderEpoch stamped,
+ * and the timestamp type and maxTimestamp set (with a new CRC) where they
+ * differ from what the topic wants.
+ */
+function assignOffsets(out: Buffer, checked: readonly Checked[], ctx: ValidationContext, logAppend: boolean, recordCount: number): ValidationResult {
   const now = BigInt(Math.trunc(ctx.now));
   const appended: AppendedBatch[] = [];
   let offset = ctx.nextOffset;
@@ -286,8 +321,119 @@ function validate(records: Buffer, ctx: ValidationContext, inPlace: boolean): Va
     offsetOfMaxTimestamp,
     logAppendTime: logAppend ? now : NO_TIMESTAMP,
     appended,
-    recordCount: recordBase,
+    recordCount,
   };
+}
+
+/** compression.type -> the codec batches are stored with; undefined for 'producer' (each keeps its own). */
+const TARGET_CODEC: Readonly<Record<LogConfig['compressionType'], Compression | undefined>> = {
+  producer: undefined,
+  uncompressed: Compression.None,
+  gzip: Compression.Gzip,
+  snappy: Compression.Snappy,
+  lz4: Compression.Lz4,
+  zstd: Compression.Zstd,
+};
+
+/** The level of compression.<codec>.level for `codec`, or undefined for a codec without one. */
+function levelFor(codec: Compression, config: LogConfig): number | undefined {
+  switch (codec) {
+    case Compression.Gzip:
+      return config.compressionGzipLevel;
+    case Compression.Lz4:
+      return config.compressionLz4Level;
+    case Compression.Zstd:
+      return config.compressionZstdLevel;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The offset-assigning pass of a topic that stores `target` when some batch
+ * came with another codec: each such batch is re-encoded (see reencode), the
+ * others are copied, the result is checked against max.message.bytes and
+ * segment.bytes again (Kafka re-checks sizes that may have changed), and
+ * offsets are assigned as usual.
+ */
+function reencodeAndAssign(
+  input: Buffer,
+  checked: readonly Checked[],
+  ctx: ValidationContext,
+  target: Compression,
+  logAppend: boolean,
+  recordCount: number,
+): ValidationResult {
+  const level = levelFor(target, ctx.config);
+  const parts: Buffer[] = [];
+  const placed: Checked[] = [];
+  let total = 0;
+  for (const c of checked) {
+    let part = input.subarray(c.position, c.position + c.size);
+    if (c.codec !== target) {
+      const rebuilt = reencode(part, target, level);
+      if (typeof rebuilt === 'string') return fail(ErrorCode.CORRUPT_MESSAGE, rebuilt);
+      if (rebuilt.length > ctx.config.maxMessageBytes) {
+        return fail(
+          ErrorCode.MESSAGE_TOO_LARGE,
+          `batch of ${rebuilt.length} bytes once stored as ${Compression[target]} exceeds max.message.bytes ${ctx.config.maxMessageBytes}`,
+        );
+      }
+      part = rebuilt;
+    }
+    parts.push(part);
+    placed.push({ ...c, position: total, size: part.length });
+    total += part.length;
+  }
+  if (total > ctx.config.segmentBytes) {
+    return fail(ErrorCode.RECORD_LIST_TOO_LARGE, `${total} bytes once stored as ${Compression[target]} exceed segment.bytes ${ctx.config.segmentBytes}`);
+  }
+  return assignOffsets(Buffer.concat(parts, total), placed, ctx, logAppend, recordCount);
+}
+
+/**
+ * One checked batch (at byte 0 of `batch`) encoded again with `target`, as
+ * Kafka's LogValidator.buildRecordsAndAssignOffsets rebuilds it: the same
+ * records (keys, values, headers, timestamps) with offset deltas 0..n-1 and
+ * record attributes 0; baseTimestamp the first record's timestamp; producer
+ * id, epoch, base sequence and the transactional flag kept; CreateTime, as the
+ * offset-assigning pass sets the topic's timestamp type; baseOffset 0 and
+ * partitionLeaderEpoch -1 until then. A record of a batch marked LogAppendTime
+ * has the batch's maxTimestamp as its time, as Kafka reads it. Control batches
+ * never get here (clients may not write them). A message when the records do
+ * not decode, which the checks before make a bug.
+ *
+ * Example: a gzip batch with baseTimestamp 90 and records at 100, 96 ->
+ * an lz4 batch with baseTimestamp 100, timestamp deltas 0 and -4.
+ */
+function reencode(batch: Buffer, target: Compression, level: number | undefined): Buffer | string {
+  const decoded = decodeRecords(batch);
+  if (!decoded.ok) return decoded.error;
+  const attributes = batch.readInt16BE(ATTRIBUTES);
+  const logAppendBatch = (attributes & TIMESTAMP_TYPE_LOG_APPEND) !== 0;
+  const base = batch.readBigInt64BE(BASE_TIMESTAMP);
+  const batchMax = batch.readBigInt64BE(MAX_TIMESTAMP);
+  const plain = buildBatch({
+    records: decoded.records.map((r) => ({
+      key: r.key,
+      value: r.value,
+      headers: r.headers,
+      timestamp: logAppendBatch ? batchMax : BigInt.asIntN(64, base + r.timestampDelta),
+    })),
+    producerId: batch.readBigInt64BE(PRODUCER_ID),
+    producerEpoch: batch.readInt16BE(PRODUCER_EPOCH),
+    baseSequence: batch.readInt32BE(BASE_SEQUENCE),
+    transactional: (attributes & TRANSACTIONAL) !== 0,
+  });
+  if (target === Compression.None) return plain;
+  const records = compress(target, plain.subarray(RECORDS), level);
+  const out = Buffer.allocUnsafe(RECORDS + records.length);
+  plain.copy(out, 0, 0, RECORDS);
+  records.copy(out, RECORDS);
+  out.writeInt32BE(out.length - LOG_OVERHEAD, BATCH_LENGTH);
+  out.writeInt16BE(plain.readInt16BE(ATTRIBUTES) | target, ATTRIBUTES);
+  writeBatchCrc(out, 0, out.length);
+  return out;
 }
 
 /**

@@ -171,6 +171,11 @@ describe('topicLogConfig', () => {
         'flush.messages': '60',
         'flush.ms': '70',
         'file.delete.delay.ms': '0',
+        'compression.type': 'zstd',
+        'compression.gzip.level': '9',
+        'compression.lz4.level': '17',
+        'compression.zstd.level': '-7',
+        'min.insync.replicas': '2',
       },
       () => null,
     );
@@ -192,7 +197,19 @@ describe('topicLogConfig', () => {
       flushMessages: 60,
       flushMs: 70,
       fileDeleteDelayMs: 0,
+      compressionType: 'zstd',
+      compressionGzipLevel: 9,
+      compressionLz4Level: 17,
+      compressionZstdLevel: -7,
+      minInSyncReplicas: 2,
     });
+  });
+
+  it('takes compression.type and min.insync.replicas from the broker\'s configs of the same names', () => {
+    const config = topicLogConfig({}, (n) => (n === 'compression.type' ? 'uncompressed' : n === 'min.insync.replicas' ? '3' : null));
+    expect([config.compressionType, config.minInSyncReplicas]).toEqual(['uncompressed', 3]);
+    // A value the catalog refuses (an edited metadata file) changes nothing.
+    expect(topicLogConfig({ 'compression.type': 'GZIP' }, () => null).compressionType).toBe('producer');
   });
 
   it('takes broker defaults for what the topic does not set; an empty cleanup.policy is neither delete nor compact', () => {

@@ -14,7 +14,7 @@
  * what is checked here too.
  */
 import { ErrorCode } from '../wire/errors.js';
-import { DEFAULT_LOG_CONFIG, type LogConfig } from './log-config.js';
+import { DEFAULT_LOG_CONFIG, type CompressionType, type LogConfig } from './log-config.js';
 
 export type TopicConfigCheck = { ok: true } | { ok: false; errorCode: number; message: string };
 
@@ -428,7 +428,19 @@ export function toLogConfig(value: (name: string) => string): LogConfig {
     flushMessages: longOf(value('flush.messages')),
     flushMs: longOf(value('flush.ms')),
     fileDeleteDelayMs: longOf(value('file.delete.delay.ms')),
+    compressionType: compressionTypeOf(value('compression.type')),
+    compressionGzipLevel: longOf(value('compression.gzip.level')),
+    compressionLz4Level: longOf(value('compression.lz4.level')),
+    compressionZstdLevel: longOf(value('compression.zstd.level')),
+    minInSyncReplicas: longOf(value('min.insync.replicas')),
   };
+}
+
+const COMPRESSION_TYPES: ReadonlySet<string> = new Set<CompressionType>(['producer', 'uncompressed', 'gzip', 'snappy', 'lz4', 'zstd']);
+
+/** A compression.type value; one the catalog would refuse (an edited file) counts as 'producer', which changes nothing. */
+function compressionTypeOf(value: string): CompressionType {
+  return COMPRESSION_TYPES.has(value) ? (value as CompressionType) : 'producer';
 }
 
 /**

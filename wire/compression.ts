@@ -25,26 +25,51 @@ const XERIAL_HEADER_SIZE = 16;
 /** Uncompressed bytes per xerial block; Java's SnappyOutputStream default. */
 const XERIAL_BLOCK_SIZE = 32 * 1024;
 
-// One encoder and decoder each: they are only used synchronously, so never shared
-// between two calls at once.
-let zstdEncoder: ZstdEncoder | null = null;
+// One decoder, and one encoder per zstd level used: they are only used
+// synchronously, so never shared between two calls at once.
+const zstdEncoders = new Map<number, ZstdEncoder>();
 let zstdDecoder: ZstdDecoder | null = null;
 
-export function compress(codec: Compression, data: Buffer): Buffer {
+/** zstd's own default level, which Kafka's compression.zstd.level defaults to as well. */
+const ZSTD_DEFAULT_LEVEL = 3;
+
+/**
+ * Compresses `data` with `codec` at `level` (the codec's default when
+ * undefined), as Kafka's compression.<codec>.level configs mean it:
+ *
+ * - gzip: zlib's levels 1-9, or -1 for zlib's default (6), as Java's Deflater;
+ * - zstd: any level libzstd takes (Kafka allows -131072 to 22);
+ * - lz4: the level is not honoured. lz4-napi (lz4_flex) has one compressor,
+ *   LZ4's fast one; Kafka's levels pick lz4-java's high-compression one. The
+ *   frames decode the same; only their size differs;
+ * - snappy and none take no level.
+ *
+ * Example: compress(Compression.Gzip, data, 1) is a gzip member at zlib level 1.
+ */
+export function compress(codec: Compression, data: Buffer, level?: number): Buffer {
   switch (codec) {
     case Compression.None:
       return data;
     case Compression.Gzip:
-      return gzipSync(data);
+      return level === undefined ? gzipSync(data) : gzipSync(data, { level });
     case Compression.Snappy:
       return xerialCompress(data);
     case Compression.Lz4:
       return compressFrameSync(data);
     case Compression.Zstd:
-      return (zstdEncoder ??= new ZstdEncoder(3)).encodeSync(data);
+      return zstdEncoder(level ?? ZSTD_DEFAULT_LEVEL).encodeSync(data);
     default:
       throw new Error(`unknown compression codec ${codec as number}`);
   }
+}
+
+function zstdEncoder(level: number): ZstdEncoder {
+  let encoder = zstdEncoders.get(level);
+  if (encoder === undefined) {
+    encoder = new ZstdEncoder(level);
+    zstdEncoders.set(level, encoder);
+  }
+  return encoder;
 }
 
 /**

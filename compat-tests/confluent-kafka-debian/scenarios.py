@@ -14,10 +14,11 @@ import os
 import re
 import sys
 import time
+import warnings
 
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition, libversion
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, NewTopic
 
 # The shared runner lives in ../lib; the scripts run with -I, which leaves this
 # folder and PYTHONPATH off sys.path, so the path is found from this file.
@@ -278,7 +279,319 @@ def scenario_roundtrip(bootstrap):
         return [f"{err.args[0] if err.args else err}"]
 
 
-SCENARIOS = {"metadata": scenario_metadata, "roundtrip": scenario_roundtrip}
+# admin: what a topic is created with, and what the checks expect back. Each step returns
+# problems; the steps after a failed one are not run.
+ADMIN_CONFIG = {"cleanup.policy": "compact", "retention.ms": "3600000"}
+# Kafka 4.0's defaults, reported with source DEFAULT_CONFIG when nothing overrides them.
+DEFAULT_SEGMENT_BYTES = "1073741824"
+DEFAULT_RETENTION_MS = "604800000"
+DEFAULT_MESSAGE_MAX_BYTES = "1048588"
+# Admin changes reach the broker's view through its metadata log on Apache Kafka, so a
+# read right after a change may still show the old state for a moment.
+SETTLE_S = 5.0
+# Timestamps of the records list_offsets searches, after a base: the largest is not the last.
+ADMIN_TIMESTAMP_STEPS = (0, 10, 50, 20, 30)
+
+
+def wait_result(future):
+    return future.result(timeout=CALL_TIMEOUT_S + 1)
+
+
+def kafka_error(err):
+    """The KafkaError inside a KafkaException, or None."""
+    if isinstance(err, KafkaException) and err.args and isinstance(err.args[0], KafkaError):
+        return err.args[0]
+    return None
+
+
+def expect_error(label, future, code):
+    """Checks that the future fails with KafkaError code; returns problems."""
+    want = KafkaError(code).name()
+    try:
+        got = wait_result(future)
+    except KafkaException as err:
+        e = kafka_error(err)
+        if e is not None and e.code() == code:
+            print(f"  {label}: {e.name()} as expected ({e.str()})")
+            return []
+        return [f"{label}: failed with {err}, expected {want}"]
+    return [f"{label}: succeeded ({got!r}), expected {want}"]
+
+
+def settle(what, attempt):
+    """Calls attempt() (returning problems) until it returns none or SETTLE_S passes;
+    returns the last problems."""
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        try:
+            problems = attempt()
+        except KafkaException as err:
+            problems = [f"{what}: {err}"]
+        if not problems or time.monotonic() > deadline:
+            return problems
+        time.sleep(0.2)
+
+
+def source_name(entry):
+    return ConfigSource(entry.source).name if entry.source is not None else None
+
+
+def check_configs(label, configs, expected):
+    """expected: {name: (value, source name)}; returns problems."""
+    problems = []
+    for name, (value, source) in expected.items():
+        entry = configs.get(name)
+        if entry is None:
+            problems.append(f"{label}: {name} missing ({len(configs)} configs described)")
+            continue
+        print(f"  {label}: {name}={entry.value!r} source {source_name(entry)}")
+        if entry.value != value or source_name(entry) != source:
+            problems.append(f"{label}: {name}={entry.value!r} source {source_name(entry)}, "
+                            f"expected {value!r} source {source}")
+    return problems
+
+
+class AdminSteps:
+    def __init__(self, bootstrap):
+        self.bootstrap = bootstrap
+        stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
+        self.topic = f"compat-admin-confluent-{stamp}"
+        self.records_topic = f"compat-admin-confluent-records-{stamp}"
+        self.missing = f"compat-admin-confluent-missing-{stamp}"
+        self.log = DebugLines("admin")
+        self.admin = AdminClient(client_config(bootstrap, self.log, "protocol"))
+        self.created = []
+        self.broker_id = None
+
+    def call(self, method, *args, **kwargs):
+        with warnings.catch_warnings():
+            # 2.x deprecates alter_configs for incremental_alter_configs; both are checked.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return getattr(self.admin, method)(*args, request_timeout=CALL_TIMEOUT_S, **kwargs)
+
+    def describe_topic(self, topic):
+        resource = ConfigResource("topic", topic)
+        return wait_result(self.call("describe_configs", [resource])[resource])
+
+    def partition_count(self, topic):
+        # All topics: a Metadata request naming the topic could create it (auto-create).
+        md = self.admin.list_topics(timeout=CALL_TIMEOUT_S)
+        t = md.topics.get(topic)
+        if t is None or t.error is not None:
+            return None
+        return len(t.partitions)
+
+    def expect_partitions(self, topic, count):
+        def attempt():
+            got = self.partition_count(topic)
+            return [] if got == count else [f"list_topics({topic}): {got} partitions, expected {count}"]
+        problems = settle("list_topics", attempt)
+        if not problems:
+            print(f"  list_topics: {topic} has {count} partitions")
+        return problems
+
+    def create(self):
+        futures = self.call("create_topics", [NewTopic(self.topic, num_partitions=3, replication_factor=1,
+                                                        config=ADMIN_CONFIG)], operation_timeout=5)
+        wait_result(futures[self.topic])
+        self.created.append(self.topic)
+        print(f"  create_topics: {self.topic} with 3 partitions, {ADMIN_CONFIG}")
+        problems = self.expect_partitions(self.topic, 3)
+
+        again = self.call("create_topics", [NewTopic(self.topic, num_partitions=1, replication_factor=1)],
+                          operation_timeout=5)
+        problems += expect_error("create_topics of an existing topic", again[self.topic],
+                                 KafkaError.TOPIC_ALREADY_EXISTS)
+        bad_name, too_many = f"{self.missing} bad name!", f"{self.missing}-rf3"
+        futures = self.call("create_topics", [NewTopic(bad_name, num_partitions=1, replication_factor=1),
+                                              NewTopic(too_many, num_partitions=1, replication_factor=3)],
+                            operation_timeout=5)
+        problems += expect_error("create_topics of an illegal name", futures[bad_name], KafkaError.TOPIC_EXCEPTION)
+        problems += expect_error("create_topics with replication factor 3 on one broker", futures[too_many],
+                                 KafkaError.INVALID_REPLICATION_FACTOR)
+
+        futures = self.call("create_topics", [NewTopic(self.missing, num_partitions=1, replication_factor=1)],
+                            validate_only=True)
+        wait_result(futures[self.missing])
+        if self.partition_count(self.missing) is not None:
+            problems.append(f"create_topics(validate_only=True) created {self.missing}")
+        else:
+            print("  create_topics(validate_only=True): succeeded, nothing created")
+        return problems
+
+    def describe(self):
+        def attempt():
+            return check_configs("describe_configs(topic)", self.describe_topic(self.topic), {
+                "cleanup.policy": ("compact", "DYNAMIC_TOPIC_CONFIG"),
+                "retention.ms": ("3600000", "DYNAMIC_TOPIC_CONFIG"),
+                "segment.bytes": (DEFAULT_SEGMENT_BYTES, "DEFAULT_CONFIG"),
+            })
+        problems = settle("describe_configs(topic)", attempt)
+
+        md = self.admin.list_topics(timeout=CALL_TIMEOUT_S)
+        self.broker_id = min(md.brokers)
+        resource = ConfigResource("broker", str(self.broker_id))
+        configs = wait_result(self.call("describe_configs", [resource])[resource])
+        problems += check_configs(f"describe_configs(broker {self.broker_id})", configs, {
+            "message.max.bytes": (DEFAULT_MESSAGE_MAX_BYTES, "DEFAULT_CONFIG"),
+            "log.segment.bytes": (DEFAULT_SEGMENT_BYTES, "DEFAULT_CONFIG"),
+        })
+
+        resource = ConfigResource("topic", self.missing)
+        problems += expect_error("describe_configs of a missing topic",
+                                 self.call("describe_configs", [resource])[resource],
+                                 KafkaError.UNKNOWN_TOPIC_OR_PART)
+        return problems
+
+    def alter(self):
+        # AlterConfigs replaces the topic's whole set of overrides.
+        resource = ConfigResource("topic", self.topic, set_config={"retention.ms": "7200000"})
+        wait_result(self.call("alter_configs", [resource])[resource])
+        print("  alter_configs: retention.ms=7200000 (and nothing else)")
+        problems = settle("describe_configs after alter_configs",
+                          lambda: check_configs("describe_configs(topic)", self.describe_topic(self.topic), {
+                              "retention.ms": ("7200000", "DYNAMIC_TOPIC_CONFIG"),
+                              "cleanup.policy": ("delete", "DEFAULT_CONFIG"),
+                          }))
+        resource = ConfigResource("topic", self.topic, set_config={"retention.ms": "soon"})
+        problems += expect_error("alter_configs retention.ms=soon",
+                                 self.call("alter_configs", [resource])[resource], KafkaError.INVALID_CONFIG)
+        if problems or not hasattr(self.admin, "incremental_alter_configs"):
+            if not problems:
+                print(f"  incremental_alter_configs: not in confluent-kafka {confluent_kafka.__version__}, skipped")
+            return problems
+
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+        resource = ConfigResource("topic", self.topic, incremental_configs=[
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+            ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
+            ConfigEntry("max.message.bytes", "200000", incremental_operation=AlterConfigOpType.SET),
+        ])
+        wait_result(self.call("incremental_alter_configs", [resource])[resource])
+        print("  incremental_alter_configs: APPEND cleanup.policy compact, DELETE retention.ms, "
+              "SET max.message.bytes=200000")
+        problems += settle("describe_configs after incremental_alter_configs",
+                           lambda: check_configs("describe_configs(topic)", self.describe_topic(self.topic), {
+                               "cleanup.policy": ("delete,compact", "DYNAMIC_TOPIC_CONFIG"),
+                               "retention.ms": (DEFAULT_RETENTION_MS, "DEFAULT_CONFIG"),
+                               "max.message.bytes": ("200000", "DYNAMIC_TOPIC_CONFIG"),
+                           }))
+        resource = ConfigResource("topic", self.topic, incremental_configs=[
+            ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)])
+        problems += expect_error("incremental_alter_configs SET retention.ms=soon",
+                                 self.call("incremental_alter_configs", [resource])[resource],
+                                 KafkaError.INVALID_CONFIG)
+        return problems
+
+    def partitions(self):
+        futures = self.call("create_partitions", [NewPartitions(self.topic, 5)], operation_timeout=5)
+        wait_result(futures[self.topic])
+        print(f"  create_partitions: {self.topic} to 5")
+        problems = self.expect_partitions(self.topic, 5)
+        futures = self.call("create_partitions", [NewPartitions(self.topic, 4), NewPartitions(self.missing, 2)],
+                            operation_timeout=5)
+        problems += expect_error("create_partitions to fewer (4)", futures[self.topic], KafkaError.INVALID_PARTITIONS)
+        problems += expect_error("create_partitions of a missing topic", futures[self.missing],
+                                 KafkaError.UNKNOWN_TOPIC_OR_PART)
+        return problems
+
+    def offsets(self):
+        if not hasattr(self.admin, "list_offsets"):
+            print(f"  list_offsets, delete_records: not in confluent-kafka {confluent_kafka.__version__}, skipped")
+            return []
+        from confluent_kafka.admin import OffsetSpec
+        futures = self.call("create_topics", [NewTopic(self.records_topic, num_partitions=1, replication_factor=1)],
+                            operation_timeout=5)
+        wait_result(futures[self.records_topic])
+        self.created.append(self.records_topic)
+        base = int(time.time() * 1000) - 60_000
+        stamps = [base + step for step in ADMIN_TIMESTAMP_STEPS]
+        producer = Producer({"bootstrap.servers": self.bootstrap, "client.id": "compat-confluent-kafka",
+                             "enable.idempotence": False, "acks": "all", "linger.ms": 5,
+                             "message.timeout.ms": int(CALL_TIMEOUT_S * 1000)})
+        reports = []
+        for i, ts in enumerate(stamps):
+            producer.produce(self.records_topic, value=f"record {i}".encode(), partition=0, timestamp=ts,
+                             on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+        producer.flush(CALL_TIMEOUT_S)
+        if [r for r in reports if r[0] is None] != [(None, i) for i in range(len(stamps))]:
+            return [f"produce to {self.records_topic}: delivery reports {reports}, expected offsets 0..4"]
+        print(f"  produced {len(stamps)} records with timestamps base+{list(ADMIN_TIMESTAMP_STEPS)}")
+
+        tp = TopicPartition(self.records_topic, 0)
+
+        def listed(spec):
+            return wait_result(self.call("list_offsets", {tp: spec})[tp])
+
+        problems = []
+        expected = [("earliest", OffsetSpec.earliest(), 0, None), ("latest", OffsetSpec.latest(), 5, None),
+                    ("max_timestamp", OffsetSpec.max_timestamp(), 2, stamps[2]),
+                    ("for_timestamp(base+15)", OffsetSpec.for_timestamp(base + 15), 2, stamps[2]),
+                    ("for_timestamp(base+60)", OffsetSpec.for_timestamp(base + 60), -1, None)]
+        for name, spec, offset, ts in expected:
+            got = listed(spec)
+            print(f"  list_offsets {name}: offset {got.offset} timestamp {got.timestamp}")
+            if got.offset != offset or (ts is not None and got.timestamp != ts):
+                problems.append(f"list_offsets {name}: offset {got.offset} timestamp {got.timestamp}, "
+                                f"expected offset {offset}" + (f" timestamp {ts}" if ts is not None else ""))
+
+        deleted = wait_result(self.call("delete_records", [TopicPartition(self.records_topic, 0, 2)])[tp])
+        print(f"  delete_records before offset 2: low watermark {deleted.low_watermark}")
+        if deleted.low_watermark != 2:
+            problems.append(f"delete_records before offset 2: low watermark {deleted.low_watermark}, expected 2")
+        got = listed(OffsetSpec.earliest())
+        print(f"  list_offsets earliest after delete_records: offset {got.offset}")
+        if got.offset != 2:
+            problems.append(f"list_offsets earliest after delete_records: {got.offset}, expected 2")
+        return problems
+
+    def delete(self):
+        futures = self.call("delete_topics", list(self.created), operation_timeout=5)
+        for topic in self.created:
+            wait_result(futures[topic])
+        print(f"  delete_topics: {', '.join(self.created)}")
+        gone = list(self.created)
+        self.created.clear()
+        problems = settle("list_topics after delete_topics",
+                          lambda: [f"{t} still listed" for t in gone if self.partition_count(t) is not None])
+        futures = self.call("delete_topics", [self.missing], operation_timeout=5)
+        problems += expect_error("delete_topics of a missing topic", futures[self.missing],
+                                 KafkaError.UNKNOWN_TOPIC_OR_PART)
+        return problems
+
+    def cleanup(self):
+        if self.created:
+            try:
+                futures = self.call("delete_topics", list(self.created), operation_timeout=5)
+                for f in futures.values():
+                    wait_result(f)
+            except Exception as err:
+                print(f"  cleanup: delete_topics {self.created}: {err}")
+
+
+def scenario_admin(bootstrap):
+    steps = AdminSteps(bootstrap)
+    order = (steps.create, steps.describe, steps.alter, steps.partitions, steps.offsets, steps.delete)
+    started = time.monotonic()
+    problems = []
+    try:
+        for step in order:
+            try:
+                problems = step()
+            except KafkaException as err:
+                problems = [f"{step.__name__}: {err.args[0] if err.args else err}"]
+            except Exception as err:  # a library error or timeout is a failure, not a crash
+                problems = [f"{step.__name__}: {type(err).__name__}: {err}"]
+            if problems:
+                break
+    finally:
+        steps.cleanup()
+        steps.admin.poll(0)  # hands the debug lines over to the logger
+        print(f"  {time.monotonic() - started:.1f} s; admin requests: {steps.log.requests()}")
+    return problems
+
+
+SCENARIOS = {"metadata": scenario_metadata, "roundtrip": scenario_roundtrip, "admin": scenario_admin}
 
 
 if __name__ == "__main__":

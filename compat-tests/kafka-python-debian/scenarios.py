@@ -3,8 +3,9 @@
 The Debian package (kafka-python 2.0.2) and the PyPI release (3.x) share this
 file; each folder's `run` picks the interpreter. The two differ in ways this file
 absorbs: 3.x dropped `api_version_auto_timeout_ms` for `bootstrap_timeout_ms`,
-and its describe_cluster sends DescribeCluster and names broker ids `broker_id`
-where 2.0.2 reads Metadata and says `node_id`.
+its describe_cluster sends DescribeCluster and names broker ids `broker_id`
+where 2.0.2 reads Metadata and says `node_id`, and its admin calls answer dicts
+(and raise fewer errors) where 2.0.2 hands back the decoded responses.
 
 Usage: python scenarios.py <scenario> <host:port>
 Exit status: 0 pass, 1 fail, 3 scenario not implemented here.
@@ -18,6 +19,9 @@ import time
 
 import kafka
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
+from kafka.errors import (InvalidConfigurationError, InvalidPartitionsError, InvalidReplicationFactorError, NoError,
+                          TopicAlreadyExistsError, UnknownTopicOrPartitionError, for_code)
 
 # The shared runner lives in ../lib; the scripts run with -I, which leaves this
 # folder and PYTHONPATH off sys.path, so the path is found from this file.
@@ -238,7 +242,312 @@ def scenario_roundtrip(bootstrap):
         return [f"{type(err).__name__}: {err}"]
 
 
-SCENARIOS = {"metadata": scenario_metadata, "roundtrip": scenario_roundtrip}
+# admin: what a topic is created with and what the checks expect back. The defaults are
+# Kafka 4.0's, reported with source DEFAULT_CONFIG when nothing overrides them.
+ADMIN_CONFIG = {"cleanup.policy": "compact", "retention.ms": "3600000"}
+DEFAULT_SEGMENT_BYTES = "1073741824"
+DEFAULT_RETENTION_MS = "604800000"
+DEFAULT_MESSAGE_MAX_BYTES = "1048588"
+# Apache Kafka applies an admin change through its metadata log, so a read right after it
+# may still show the old state for a moment.
+SETTLE_S = 5.0
+# Timestamps of the records list_partition_offsets looks up, after a base: the largest is
+# not the last.
+ADMIN_TIMESTAMP_STEPS = (0, 10, 50, 20, 30)
+# 3.x answers with dicts and has list_partition_offsets and delete_records; 2.0.x answers
+# with the decoded responses.
+MODERN = hasattr(KafkaAdminClient, "list_partition_offsets")
+# Kafka's ConfigSource ids. 2.0.x decodes DescribeConfigs v1+ with v0's field names: the
+# entry's fourth field, `is_default` there, holds the config_source byte.
+CONFIG_SOURCES = {1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+                  4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG"}
+
+
+def settle(attempt):
+    """Calls attempt() (returning problems) until it returns none or SETTLE_S passes."""
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        problems = attempt()
+        if not problems or time.monotonic() > deadline:
+            return problems
+        time.sleep(0.2)
+
+
+def expect_raises(label, error_class, call):
+    try:
+        result = call()
+    except error_class as err:
+        print(f"  {label}: {type(err).__name__} as expected")
+        return []
+    except Exception as err:
+        return [f"{label}: raised {type(err).__name__}: {err}, expected {error_class.__name__}"]
+    return [f"{label}: returned {result!r}, expected {error_class.__name__}"]
+
+
+class KafkaPythonAdmin:
+    def __init__(self, bootstrap):
+        self.bootstrap = bootstrap
+        stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
+        self.topic = f"compat-admin-kafka-python-{stamp}"
+        self.records_topic = f"compat-admin-kafka-python-records-{stamp}"
+        self.missing = f"compat-admin-kafka-python-missing-{stamp}"
+        self.admin = KafkaAdminClient(**admin_config(bootstrap))
+        self.created = []
+
+    def partition_counts(self):
+        """{topic: partition count} from a Metadata request for every topic (naming a topic
+        could create it)."""
+        return {t.get("name", t.get("topic")): len(t["partitions"]) for t in self.admin.describe_topics()}
+
+    def expect_partitions(self, count):
+        def attempt():
+            got = self.partition_counts().get(self.topic)
+            return [] if got == count else [f"describe_topics: {self.topic} has {got} partitions, expected {count}"]
+        problems = settle(attempt)
+        if not problems:
+            print(f"  describe_topics: {self.topic} has {count} partitions")
+        return problems
+
+    def topic_configs(self):
+        return self.configs_of(ConfigResource(ConfigResourceType.TOPIC, self.topic))
+
+    def configs_of(self, resource):
+        """{name: (value, source name)} of every config of the resource."""
+        if MODERN:
+            result = self.admin.describe_configs([resource], config_filter="all")
+            configs = result[resource.resource_type.name.lower()][resource.name]
+            return {name: (c["value"], c["config_source"]) for name, c in configs.items()}
+        (response,) = self.admin.describe_configs([resource])
+        out = {}
+        for error_code, error_message, _type, _name, entries in response.resources:
+            if error_code:
+                raise for_code(error_code)(error_message)
+            for entry in entries:
+                out[entry[0]] = (entry[1], CONFIG_SOURCES.get(entry[3], f"source {entry[3]}"))
+        return out
+
+    def check_configs(self, label, configs, expected):
+        problems = []
+        for name, (value, source) in expected.items():
+            if name not in configs:
+                problems.append(f"{label}: {name} missing ({len(configs)} configs described)")
+                continue
+            got_value, got_source = configs[name]
+            print(f"  {label}: {name}={got_value!r} source {got_source}")
+            if got_value != value or got_source != source:
+                problems.append(f"{label}: {name}={got_value!r} source {got_source}, expected {value!r} source {source}")
+        return problems
+
+    def create(self):
+        result = self.admin.create_topics([NewTopic(self.topic, 3, 1, topic_configs=ADMIN_CONFIG)], timeout_ms=5000)
+        self.created.append(self.topic)
+        print(f"  create_topics: {self.topic} with 3 partitions, {ADMIN_CONFIG}")
+        problems = []
+        if MODERN:
+            # CreateTopics v5+ answers the new topic's layout and configs.
+            (answer,) = result["topics"]
+            configs = answer.get("configs") or {}
+            print(f"  create_topics answered num_partitions={answer.get('num_partitions')} "
+                  f"replication_factor={answer.get('replication_factor')}, {len(configs)} configs")
+            if answer.get("num_partitions") != 3 or answer.get("replication_factor") != 1:
+                problems.append(f"create_topics answered {answer}, expected 3 partitions, replication factor 1")
+            problems += self.check_configs("create_topics answer",
+                                           {n: (c.get("value"), c.get("config_source")) for n, c in configs.items()},
+                                           {"retention.ms": ("3600000", "DYNAMIC_TOPIC_CONFIG"),
+                                            "segment.bytes": (DEFAULT_SEGMENT_BYTES, "DEFAULT_CONFIG")})
+        problems += self.expect_partitions(3)
+        problems += expect_raises("create_topics of an existing topic", TopicAlreadyExistsError,
+                                  lambda: self.admin.create_topics([NewTopic(self.topic, 1, 1)], timeout_ms=5000))
+        problems += expect_raises("create_topics with replication factor 3 on one broker", InvalidReplicationFactorError,
+                                  lambda: self.admin.create_topics([NewTopic(self.missing, 1, 3)], timeout_ms=5000))
+        self.admin.create_topics([NewTopic(self.missing, 1, 1)], timeout_ms=5000, validate_only=True)
+        if self.missing in self.partition_counts():
+            problems.append(f"create_topics(validate_only=True) created {self.missing}")
+        else:
+            print("  create_topics(validate_only=True): succeeded, nothing created")
+        return problems
+
+    def describe(self):
+        problems = settle(lambda: self.check_configs("describe_configs(topic)", self.topic_configs(), {
+            "cleanup.policy": ("compact", "DYNAMIC_TOPIC_CONFIG"),
+            "retention.ms": ("3600000", "DYNAMIC_TOPIC_CONFIG"),
+            "segment.bytes": (DEFAULT_SEGMENT_BYTES, "DEFAULT_CONFIG"),
+        }))
+        broker_id = min(b.get("broker_id", b.get("node_id")) for b in self.admin.describe_cluster()["brokers"])
+        broker = ConfigResource(ConfigResourceType.BROKER, str(broker_id))
+        problems += self.check_configs(f"describe_configs(broker {broker_id})", self.configs_of(broker), {
+            "message.max.bytes": (DEFAULT_MESSAGE_MAX_BYTES, "DEFAULT_CONFIG"),
+            "log.segment.bytes": (DEFAULT_SEGMENT_BYTES, "DEFAULT_CONFIG"),
+        })
+        missing = ConfigResource(ConfigResourceType.TOPIC, self.missing)
+        if not MODERN:
+            problems += expect_raises("describe_configs of a missing topic", UnknownTopicOrPartitionError,
+                                      lambda: self.configs_of(missing))
+        else:
+            # 3.x drops a resource's error code and answers no configs for it.
+            got = self.configs_of(missing)
+            print(f"  describe_configs of a missing topic: {len(got)} configs")
+            if got:
+                problems.append(f"describe_configs of a missing topic answered {len(got)} configs, expected none")
+        return problems
+
+    def alter(self):
+        if not MODERN:
+            return self.alter_v2()
+        from kafka.admin import AlterConfigOp  # 3.x only
+        resource = ConfigResource(ConfigResourceType.TOPIC, self.topic, {"retention.ms": "7200000"})
+        # AlterConfigs replaces every override; 3.x sends the topic's other modified
+        # configs along, so cleanup.policy stays.
+        result = self.admin.alter_configs([resource], incremental=False)
+        print(f"  alter_configs (AlterConfigs) retention.ms=7200000: {result}")
+        problems = [] if result == {"topic": {self.topic: "OK"}} else [f"alter_configs answered {result}"]
+        problems += settle(lambda: self.check_configs("describe_configs(topic)", self.topic_configs(), {
+            "retention.ms": ("7200000", "DYNAMIC_TOPIC_CONFIG"),
+            "cleanup.policy": ("compact", "DYNAMIC_TOPIC_CONFIG"),
+        }))
+        resource = ConfigResource(ConfigResourceType.TOPIC, self.topic, {
+            "cleanup.policy": (AlterConfigOp.APPEND, "delete"),
+            "retention.ms": (AlterConfigOp.DELETE, None),
+            "max.message.bytes": (AlterConfigOp.SET, "200000"),
+        })
+        result = self.admin.alter_configs([resource], incremental=True)
+        print(f"  alter_configs (IncrementalAlterConfigs) APPEND cleanup.policy delete, DELETE retention.ms, "
+              f"SET max.message.bytes=200000: {result}")
+        if result != {"topic": {self.topic: "OK"}}:
+            problems.append(f"incremental alter_configs answered {result}")
+        problems += settle(lambda: self.check_configs("describe_configs(topic)", self.topic_configs(), {
+            "cleanup.policy": ("compact,delete", "DYNAMIC_TOPIC_CONFIG"),
+            "retention.ms": (DEFAULT_RETENTION_MS, "DEFAULT_CONFIG"),
+            "max.message.bytes": ("200000", "DYNAMIC_TOPIC_CONFIG"),
+        }))
+        resource = ConfigResource(ConfigResourceType.TOPIC, self.topic, {"retention.ms": "soon"})
+        result = self.admin.alter_configs([resource], incremental=True)
+        answer = result.get("topic", {}).get(self.topic, "")
+        print(f"  alter_configs retention.ms=soon: {answer}")
+        if "InvalidConfigurationError" not in answer:
+            problems.append(f"alter_configs retention.ms=soon answered {result}, expected InvalidConfigurationError")
+        return problems
+
+    def alter_v2(self):
+        """2.0.x: AlterConfigs only, sent as is, answered with the decoded response."""
+        def alter(configs):
+            response = self.admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, self.topic,
+                                                                     configs)])
+            ((error_code, error_message, _type, _name),) = response.resources
+            return for_code(error_code), error_message
+
+        error, message = alter({"retention.ms": "7200000"})
+        print(f"  alter_configs retention.ms=7200000 (and nothing else): {error.__name__}")
+        problems = [] if error is NoError else [f"alter_configs answered {error.__name__}: {message}"]
+        # AlterConfigs replaces the topic's whole set of overrides.
+        problems += settle(lambda: self.check_configs("describe_configs(topic)", self.topic_configs(), {
+            "retention.ms": ("7200000", "DYNAMIC_TOPIC_CONFIG"),
+            "cleanup.policy": ("delete", "DEFAULT_CONFIG"),
+        }))
+        error, message = alter({"retention.ms": "soon"})
+        print(f"  alter_configs retention.ms=soon: {error.__name__}: {message}")
+        if error is not InvalidConfigurationError:
+            problems.append(f"alter_configs retention.ms=soon answered {error.__name__}, "
+                            "expected InvalidConfigurationError")
+        return problems
+
+    def partitions(self):
+        self.admin.create_partitions({self.topic: NewPartitions(5)}, timeout_ms=5000)
+        print(f"  create_partitions: {self.topic} to 5")
+        problems = self.expect_partitions(5)
+        problems += expect_raises("create_partitions to fewer (4)", InvalidPartitionsError,
+                                  lambda: self.admin.create_partitions({self.topic: NewPartitions(4)}, timeout_ms=5000))
+        problems += expect_raises("create_partitions of a missing topic", UnknownTopicOrPartitionError,
+                                  lambda: self.admin.create_partitions({self.missing: NewPartitions(2)},
+                                                                       timeout_ms=5000))
+        return problems
+
+    def offsets(self):
+        if not MODERN:
+            print(f"  list_partition_offsets, delete_records: not in kafka-python {kafka.__version__}, skipped")
+            return []
+        from kafka.admin import OffsetSpec  # 3.x only
+        self.admin.create_topics([NewTopic(self.records_topic, 1, 1)], timeout_ms=5000)
+        self.created.append(self.records_topic)
+        base = int(time.time() * 1000) - 60_000
+        stamps = [base + step for step in ADMIN_TIMESTAMP_STEPS]
+        config = admin_config(self.bootstrap, KafkaProducer.DEFAULT_CONFIG)
+        config.update(acks="all", enable_idempotence=False, max_block_ms=5000)
+        producer = KafkaProducer(**config)
+        try:
+            futures = [producer.send(self.records_topic, value=f"record {i}".encode(), partition=0, timestamp_ms=ts)
+                       for i, ts in enumerate(stamps)]
+            producer.flush(timeout=5)
+            offsets = [f.get(timeout=1).offset for f in futures]
+        finally:
+            producer.close(timeout=2)
+        if offsets != list(range(len(stamps))):
+            return [f"produce to {self.records_topic}: offsets {offsets}, expected 0..4"]
+        print(f"  produced {len(stamps)} records with timestamps base+{list(ADMIN_TIMESTAMP_STEPS)}")
+        tp = TopicPartition(self.records_topic, 0)
+        problems = []
+        for name, spec, offset, ts in (("EARLIEST", OffsetSpec.EARLIEST, 0, None),
+                                       ("LATEST", OffsetSpec.LATEST, 5, None),
+                                       ("MAX_TIMESTAMP", OffsetSpec.MAX_TIMESTAMP, 2, stamps[2]),
+                                       ("timestamp base+15", base + 15, 2, stamps[2]),
+                                       ("timestamp base+60", base + 60, -1, None)):
+            got = self.admin.list_partition_offsets({tp: spec})[tp]
+            print(f"  list_partition_offsets {name}: offset {got.offset} timestamp {got.timestamp}")
+            if got.offset != offset or (ts is not None and got.timestamp != ts):
+                problems.append(f"list_partition_offsets {name}: offset {got.offset} timestamp {got.timestamp}, "
+                                f"expected offset {offset}" + (f" timestamp {ts}" if ts is not None else ""))
+        deleted = self.admin.delete_records({tp: 2})[tp]
+        print(f"  delete_records before offset 2: low watermark {deleted.get('low_watermark')}")
+        if deleted.get("low_watermark") != 2:
+            problems.append(f"delete_records before offset 2 answered {deleted}, expected low watermark 2")
+        got = self.admin.list_partition_offsets({tp: OffsetSpec.EARLIEST})[tp]
+        print(f"  list_partition_offsets EARLIEST after delete_records: offset {got.offset}")
+        if got.offset != 2:
+            problems.append(f"list_partition_offsets EARLIEST after delete_records: {got.offset}, expected 2")
+        return problems
+
+    def delete(self):
+        self.admin.delete_topics(list(self.created), timeout_ms=5000)
+        print(f"  delete_topics: {', '.join(self.created)}")
+        gone, self.created = self.created, []
+        problems = settle(lambda: [f"{t} still listed after delete_topics" for t in gone
+                                   if t in self.partition_counts()])
+        problems += expect_raises("delete_topics of a missing topic", UnknownTopicOrPartitionError,
+                                  lambda: self.admin.delete_topics([self.missing], timeout_ms=5000))
+        return problems
+
+    def close(self):
+        if self.created:
+            try:
+                self.admin.delete_topics(list(self.created), timeout_ms=5000)
+            except Exception as err:
+                print(f"  cleanup: delete_topics {self.created}: {type(err).__name__}: {err}")
+        self.admin.close()
+
+
+def scenario_admin(bootstrap):
+    sent = SentRequests()
+    started = time.monotonic()
+    try:
+        steps = KafkaPythonAdmin(bootstrap)
+    except Exception as err:
+        return [f"KafkaAdminClient(): {type(err).__name__}: {err}"]
+    problems = []
+    try:
+        for step in (steps.create, steps.describe, steps.alter, steps.partitions, steps.offsets, steps.delete):
+            try:
+                problems = step()
+            except Exception as err:  # a library error or timeout is a failure, not a crash
+                problems = [f"{step.__name__}: {type(err).__name__}: {err}"]
+            if problems:
+                break
+    finally:
+        steps.close()
+        print(f"  {time.monotonic() - started:.1f} s; requests: {sent.take()}")
+    return problems
+
+
+SCENARIOS = {"metadata": scenario_metadata, "roundtrip": scenario_roundtrip, "admin": scenario_admin}
 
 
 class FirstFew(logging.Filter):

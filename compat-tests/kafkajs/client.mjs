@@ -1,10 +1,12 @@
 // Scenarios for kafkajs 2.2.4, run by ./run as: node client.mjs <scenario> <host:port>
 import { createRequire } from 'node:module';
-import { CompressionTypes, Kafka, logLevel } from 'kafkajs';
+import kafkajs from 'kafkajs';
 import { checkAcknowledged, checkRecords, makeMessages, timestampProbe } from '../lib/roundtrip.mjs';
 import { ScenarioFailure, checkCluster, expect, runScenarios } from '../lib/scenario.mjs';
 
 const require = createRequire(import.meta.url);
+// kafkajs is CommonJS; Node's ESM loader does not see ConfigResourceTypes as a named export.
+const { CompressionTypes, ConfigResourceTypes, Kafka, logLevel } = kafkajs;
 
 // One short line per error instead of kafkajs's JSON records with stack traces.
 function compactErrorLog() {
@@ -252,6 +254,202 @@ scenarios.roundtrip = async function roundtrip(bootstrap) {
   } finally {
     await admin.disconnect().catch(() => {});
     await reader.disconnect().catch(() => {});
+  }
+};
+
+// admin: what a topic is created with and what the checks expect back. The defaults are
+// Kafka 4.0's, reported with source DEFAULT_CONFIG when nothing overrides them.
+const ADMIN_CONFIG = { 'cleanup.policy': 'compact', 'retention.ms': '3600000' };
+const DEFAULT_SEGMENT_BYTES = '1073741824';
+const DEFAULT_MESSAGE_MAX_BYTES = '1048588';
+// Apache Kafka applies an admin change through its metadata log, so a read right after it
+// may still show the old state for a moment.
+const SETTLE_MS = 5_000;
+// Timestamps of the records the offset lookups search, after a base: the largest is not the last.
+const ADMIN_TIMESTAMP_STEPS = [0, 10, 50, 20, 30];
+// Kafka's ConfigSource ids (kafkajs's own ConfigSource names id 1 TOPIC_CONFIG).
+const CONFIG_SOURCES = ['UNKNOWN', 'DYNAMIC_TOPIC_CONFIG', 'DYNAMIC_BROKER_CONFIG', 'DYNAMIC_DEFAULT_BROKER_CONFIG', 'STATIC_BROKER_CONFIG', 'DEFAULT_CONFIG'];
+
+// The Kafka error names (KafkaJSProtocolError.type) inside a kafkajs error: aggregate
+// errors list several, retry wrappers keep the last in cause.
+function errorTypes(err, depth = 0) {
+  if (!err || depth > 4) return [];
+  const own = err.type ? [err.type] : [];
+  const inner = Array.isArray(err.errors) ? err.errors.flatMap((e) => errorTypes(e, depth + 1)) : [];
+  const partitions = Array.isArray(err.partitions) ? err.partitions.flatMap((p) => errorTypes(p.error, depth + 1)) : [];
+  return [...own, ...inner, ...partitions, ...errorTypes(err.cause ?? err.originalError, depth + 1)];
+}
+
+async function expectError(label, type, call) {
+  let result;
+  try {
+    result = await call();
+  } catch (err) {
+    const types = errorTypes(err);
+    expect(types.includes(type), `${label}: failed with ${err.name}: ${err.message} (types ${types.join(', ') || 'none'}), expected ${type}`);
+    console.log(`${label}: ${type} as expected`);
+    return;
+  }
+  throw new ScenarioFailure(`${label}: returned ${JSON.stringify(result)}, expected ${type}`);
+}
+
+// Runs check() until it stops throwing a ScenarioFailure or SETTLE_MS passes.
+async function settle(check) {
+  const deadline = Date.now() + SETTLE_MS;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (!(err instanceof ScenarioFailure) || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+scenarios.admin = async function admin(bootstrap) {
+  const stamp = `${Date.now()}-${process.pid}`;
+  const topic = `compat-admin-kafkajs-${stamp}`;
+  const recordsTopic = `compat-admin-kafkajs-records-${stamp}`;
+  const missing = `compat-admin-kafkajs-missing-${stamp}`;
+  const kafka = makeKafka(bootstrap);
+  const admin = kafka.admin();
+  const requests = requestCounter();
+  admin.on(admin.events.REQUEST, requests.listener);
+  const created = [];
+  const started = Date.now();
+  await admin.connect();
+
+  const partitionCount = async (name) => {
+    // listTopics asks for every topic: naming one could create it (kafkajs asks for auto-creation).
+    if (!(await admin.listTopics()).includes(name)) return null;
+    const { topics } = await admin.fetchTopicMetadata({ topics: [name] });
+    return topics[0].partitions.length;
+  };
+  const expectPartitions = (name, count) =>
+    settle(async () => {
+      const got = await partitionCount(name);
+      expect(got === count, `fetchTopicMetadata: ${name} has ${got} partitions, expected ${count}`);
+      console.log(`fetchTopicMetadata: ${name} has ${count} partitions`);
+    });
+  const describe = async (type, name, configNames) => {
+    const { resources } = await admin.describeConfigs({ resources: [{ type, name, configNames }], includeSynonyms: false });
+    expect(resources.length === 1, `describeConfigs(${name}) answered ${resources.length} resources`);
+    return Object.fromEntries(resources[0].configEntries.map((e) => [e.configName, e]));
+  };
+  const checkConfigs = async (label, type, name, expected) => {
+    const configs = await describe(type, name, Object.keys(expected));
+    for (const [config, [value, source]] of Object.entries(expected)) {
+      const entry = configs[config];
+      expect(entry, `${label}: ${config} missing`);
+      const got = CONFIG_SOURCES[entry.configSource] ?? `source ${entry.configSource}`;
+      console.log(`${label}: ${config}=${JSON.stringify(entry.configValue)} source ${got}`);
+      expect(entry.configValue === value && got === source, `${label}: ${config}=${JSON.stringify(entry.configValue)} source ${got}, expected ${JSON.stringify(value)} source ${source}`);
+    }
+  };
+  const TOPIC = ConfigResourceTypes.TOPIC;
+
+  try {
+    // createTopics answers true when it created the topic, false when it already existed.
+    const configEntries = Object.entries(ADMIN_CONFIG).map(([name, value]) => ({ name, value }));
+    const first = await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1, configEntries }], timeout: 5_000 });
+    created.push(topic);
+    console.log(`createTopics: ${topic} with 3 partitions, ${JSON.stringify(ADMIN_CONFIG)}: ${first}`);
+    expect(first === true, `createTopics of a new topic returned ${first}, expected true`);
+    await expectPartitions(topic, 3);
+    const again = await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1 }], timeout: 5_000 });
+    console.log(`createTopics of an existing topic: ${again}`);
+    expect(again === false, `createTopics of an existing topic returned ${again}, expected false`);
+    await expectError('createTopics with replication factor 3 on one broker', 'INVALID_REPLICATION_FACTOR', () =>
+      admin.createTopics({ topics: [{ topic: missing, numPartitions: 1, replicationFactor: 3 }], timeout: 5_000 }),
+    );
+    await admin.createTopics({ topics: [{ topic: missing, numPartitions: 1, replicationFactor: 1 }], validateOnly: true, waitForLeaders: false, timeout: 5_000 });
+    expect((await admin.listTopics()).includes(missing) === false, `createTopics({ validateOnly: true }) created ${missing}`);
+    console.log('createTopics({ validateOnly: true }): succeeded, nothing created');
+
+    await settle(() =>
+      checkConfigs('describeConfigs(topic)', TOPIC, topic, {
+        'cleanup.policy': ['compact', 'DYNAMIC_TOPIC_CONFIG'],
+        'retention.ms': ['3600000', 'DYNAMIC_TOPIC_CONFIG'],
+        'segment.bytes': [DEFAULT_SEGMENT_BYTES, 'DEFAULT_CONFIG'],
+      }),
+    );
+    const { brokers } = await admin.describeCluster();
+    const brokerId = String(Math.min(...brokers.map((b) => b.nodeId)));
+    await checkConfigs(`describeConfigs(broker ${brokerId})`, ConfigResourceTypes.BROKER, brokerId, {
+      'message.max.bytes': [DEFAULT_MESSAGE_MAX_BYTES, 'DEFAULT_CONFIG'],
+      'log.segment.bytes': [DEFAULT_SEGMENT_BYTES, 'DEFAULT_CONFIG'],
+    });
+    await expectError('describeConfigs of a missing topic', 'UNKNOWN_TOPIC_OR_PARTITION', () => describe(TOPIC, missing, ['retention.ms']));
+
+    // AlterConfigs replaces the topic's whole set of overrides.
+    await admin.alterConfigs({ resources: [{ type: TOPIC, name: topic, configEntries: [{ name: 'retention.ms', value: '7200000' }] }] });
+    console.log('alterConfigs: retention.ms=7200000 (and nothing else)');
+    await settle(() =>
+      checkConfigs('describeConfigs(topic)', TOPIC, topic, {
+        'retention.ms': ['7200000', 'DYNAMIC_TOPIC_CONFIG'],
+        'cleanup.policy': ['delete', 'DEFAULT_CONFIG'],
+      }),
+    );
+    await expectError('alterConfigs retention.ms=soon', 'INVALID_CONFIG', () =>
+      admin.alterConfigs({ resources: [{ type: TOPIC, name: topic, configEntries: [{ name: 'retention.ms', value: 'soon' }] }] }),
+    );
+
+    await admin.createPartitions({ topicPartitions: [{ topic, count: 5 }], timeout: 5_000 });
+    console.log(`createPartitions: ${topic} to 5`);
+    await expectPartitions(topic, 5);
+    await expectError('createPartitions to fewer (4)', 'INVALID_PARTITIONS', () => admin.createPartitions({ topicPartitions: [{ topic, count: 4 }], timeout: 5_000 }));
+    await expectError('createPartitions of a missing topic', 'UNKNOWN_TOPIC_OR_PARTITION', () =>
+      admin.createPartitions({ topicPartitions: [{ topic: missing, count: 2 }], timeout: 5_000 }),
+    );
+
+    await admin.createTopics({ topics: [{ topic: recordsTopic, numPartitions: 1, replicationFactor: 1 }], timeout: 5_000 });
+    created.push(recordsTopic);
+    const base = Date.now() - 60_000;
+    const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: false });
+    await producer.connect();
+    try {
+      const [meta] = await producer.send({
+        topic: recordsTopic,
+        acks: -1,
+        messages: ADMIN_TIMESTAMP_STEPS.map((step, i) => ({ partition: 0, value: `record ${i}`, timestamp: String(base + step) })),
+      });
+      expect(meta.errorCode === 0 && Number(meta.baseOffset) === 0, `produce to ${recordsTopic}: ${JSON.stringify(meta)}, expected base offset 0`);
+    } finally {
+      await producer.disconnect().catch(() => {});
+    }
+    console.log(`produced ${ADMIN_TIMESTAMP_STEPS.length} records with timestamps base+${JSON.stringify(ADMIN_TIMESTAMP_STEPS)}`);
+    const offsets = async (label, want) => {
+      const [p0] = await admin.fetchTopicOffsets(recordsTopic);
+      console.log(`fetchTopicOffsets ${label}: low ${p0.low} high ${p0.high}`);
+      expect(Number(p0.low) === want.low && Number(p0.high) === want.high, `fetchTopicOffsets ${label}: low ${p0.low} high ${p0.high}, expected low ${want.low} high ${want.high}`);
+    };
+    await offsets('after producing', { low: 0, high: 5 });
+    // The first offset whose timestamp is at least the one asked for; past the last, kafkajs answers the high watermark.
+    for (const [label, at, want] of [['base+15', base + 15, 2], ['base+60', base + 60, 5]]) {
+      const [p0] = await admin.fetchTopicOffsetsByTimestamp(recordsTopic, at);
+      console.log(`fetchTopicOffsetsByTimestamp ${label}: offset ${p0.offset}`);
+      expect(Number(p0.offset) === want, `fetchTopicOffsetsByTimestamp ${label}: offset ${p0.offset}, expected ${want}`);
+    }
+    await admin.deleteTopicRecords({ topic: recordsTopic, partitions: [{ partition: 0, offset: '2' }] });
+    console.log('deleteTopicRecords before offset 2');
+    await offsets('after deleteTopicRecords to 2', { low: 2, high: 5 });
+    // Offset -1 deletes up to the high watermark.
+    await admin.deleteTopicRecords({ topic: recordsTopic, partitions: [{ partition: 0, offset: '-1' }] });
+    console.log('deleteTopicRecords with offset -1');
+    await offsets('after deleteTopicRecords to -1', { low: 5, high: 5 });
+
+    await admin.deleteTopics({ topics: [...created], timeout: 5_000 });
+    console.log(`deleteTopics: ${created.join(', ')}`);
+    const gone = created.splice(0);
+    await settle(async () => {
+      const left = (await admin.listTopics()).filter((t) => gone.includes(t));
+      expect(left.length === 0, `still listed after deleteTopics: ${left.join(', ')}`);
+    });
+    await expectError('deleteTopics of a missing topic', 'UNKNOWN_TOPIC_OR_PARTITION', () => admin.deleteTopics({ topics: [missing], timeout: 5_000 }));
+  } finally {
+    if (created.length) await admin.deleteTopics({ topics: created, timeout: 5_000 }).catch((err) => console.log(`cleanup: deleteTopics: ${err.message}`));
+    console.log(`${Date.now() - started} ms; admin requests: ${requests.text()}`);
+    await admin.disconnect().catch(() => {});
   }
 };
 

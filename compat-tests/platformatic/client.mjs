@@ -1,6 +1,14 @@
 // Scenarios for @platformatic/kafka 1.35.0, run by ./run as: node client.mjs <scenario> <host:port>
 import zlib from 'node:zlib';
-import { Admin, Consumer, Producer, connectionsApiChannel, protocolAPIsById } from '@platformatic/kafka';
+import {
+  Admin,
+  ConfigResourceTypes,
+  Consumer,
+  IncrementalAlterConfigOperationTypes,
+  Producer,
+  connectionsApiChannel,
+  protocolAPIsById,
+} from '@platformatic/kafka';
 import { CODECS, checkAcknowledged, checkRecords, makeMessages, timestampProbe } from '../lib/roundtrip.mjs';
 import { ScenarioFailure, checkCluster, expect, runScenarios } from '../lib/scenario.mjs';
 
@@ -226,6 +234,228 @@ scenarios.roundtrip = async function roundtrip(bootstrap) {
     throw err;
   } finally {
     await consumer.close().catch(() => {});
+  }
+};
+
+// admin: what a topic is created with and what the checks expect back. The defaults are
+// Kafka 4.0's, reported with source DEFAULT_CONFIG when nothing overrides them.
+const ADMIN_CONFIG = { 'cleanup.policy': 'compact', 'retention.ms': '3600000' };
+const DEFAULT_SEGMENT_BYTES = '1073741824';
+const DEFAULT_RETENTION_MS = '604800000';
+const DEFAULT_MESSAGE_MAX_BYTES = '1048588';
+// Apache Kafka applies an admin change through its metadata log, so a read right after it
+// may still show the old state for a moment.
+const SETTLE_MS = 5_000;
+// Timestamps of the records the offset lookups search, after a base: the largest is not the last.
+const ADMIN_TIMESTAMP_STEPS = [0, 10, 50, 20, 30];
+// ListOffsets' special timestamps.
+const LATEST = -1n;
+const EARLIEST = -2n;
+const MAX_TIMESTAMP = -3n;
+// Kafka's ConfigSource ids (platformatic's own ConfigSources names id 1 TOPIC_CONFIG).
+const CONFIG_SOURCES = ['UNKNOWN', 'DYNAMIC_TOPIC_CONFIG', 'DYNAMIC_BROKER_CONFIG', 'DYNAMIC_DEFAULT_BROKER_CONFIG', 'STATIC_BROKER_CONFIG', 'DEFAULT_CONFIG'];
+
+// The Kafka error names (ProtocolError.apiId) anywhere in a platformatic error chain.
+function apiIds(err, depth = 0) {
+  if (!err || depth > 5) return [];
+  const own = err.apiId ? [err.apiId] : [];
+  const inner = Array.isArray(err.errors) ? err.errors.flatMap((e) => apiIds(e, depth + 1)) : [];
+  return [...own, ...inner, ...apiIds(err.cause, depth + 1)];
+}
+
+async function expectError(label, apiId, call) {
+  let result;
+  try {
+    result = await call();
+  } catch (err) {
+    const ids = apiIds(err);
+    expect(ids.includes(apiId), `${label}: failed with ${err.message} (${ids.join(', ') || 'no protocol error'}), expected ${apiId}`);
+    console.log(`${label}: ${apiId} as expected`);
+    return;
+  }
+  throw new ScenarioFailure(`${label}: returned ${JSON.stringify(result, (_, v) => (typeof v === 'bigint' ? String(v) : v))}, expected ${apiId}`);
+}
+
+// Runs check() until it stops throwing a ScenarioFailure or SETTLE_MS passes.
+async function settle(check) {
+  const deadline = Date.now() + SETTLE_MS;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (!(err instanceof ScenarioFailure) || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+scenarios.admin = async function admin(bootstrap) {
+  const stamp = `${Date.now()}-${process.pid}`;
+  const topic = `compat-admin-platformatic-${stamp}`;
+  const recordsTopic = `compat-admin-platformatic-records-${stamp}`;
+  const missing = `compat-admin-platformatic-missing-${stamp}`;
+  const requests = requestCounter();
+  const started = Date.now();
+  const created = [];
+  const admin = makeAdmin(bootstrap);
+  const { TOPIC, BROKER } = ConfigResourceTypes;
+  const { SET, DELETE, APPEND } = IncrementalAlterConfigOperationTypes;
+
+  const partitionCount = async (name) => {
+    if (!(await admin.listTopics()).includes(name)) return null;
+    const meta = await admin.metadata({ topics: [name], forceUpdate: true });
+    return meta.topics.get(name).partitionsCount;
+  };
+  const expectPartitions = (name, count) =>
+    settle(async () => {
+      const got = await partitionCount(name);
+      expect(got === count, `metadata: ${name} has ${got} partitions, expected ${count}`);
+      console.log(`metadata: ${name} has ${count} partitions`);
+    });
+  const describe = async (resourceType, resourceName, configurationKeys) => {
+    const described = await admin.describeConfigs({ resources: [{ resourceType, resourceName, configurationKeys }] });
+    expect(described.length === 1, `describeConfigs(${resourceName}) answered ${described.length} resources`);
+    return Object.fromEntries(described[0].configs.map((c) => [c.name, c]));
+  };
+  const checkConfigs = async (label, resourceType, resourceName, expected) => {
+    const configs = await describe(resourceType, resourceName, Object.keys(expected));
+    for (const [name, [value, source]] of Object.entries(expected)) {
+      const entry = configs[name];
+      expect(entry, `${label}: ${name} missing`);
+      const got = CONFIG_SOURCES[entry.configSource] ?? `source ${entry.configSource}`;
+      console.log(`${label}: ${name}=${JSON.stringify(entry.value)} source ${got}`);
+      expect(entry.value === value && got === source, `${label}: ${name}=${JSON.stringify(entry.value)} source ${got}, expected ${JSON.stringify(value)} source ${source}`);
+    }
+  };
+  const listed = async (timestamp) => {
+    const [answer] = await admin.listOffsets({ topics: [{ name: recordsTopic, partitions: [{ partitionIndex: 0, timestamp }] }] });
+    return answer.partitions[0];
+  };
+
+  try {
+    const configs = Object.entries(ADMIN_CONFIG).map(([name, value]) => ({ name, value }));
+    const [answer] = await admin.createTopics({ topics: [topic], partitions: 3, replicas: 1, configs });
+    created.push(topic);
+    console.log(`createTopics: ${topic} with 3 partitions, ${JSON.stringify(ADMIN_CONFIG)}: id ${answer?.id}, ${answer?.partitions} partitions, replication factor ${answer?.replicas}`);
+    // CreateTopics v7 answers the topic id, its layout and its configs.
+    expect(answer?.name === topic && answer.partitions === 3 && answer.replicas === 1, `createTopics answered ${JSON.stringify(answer)}`);
+    expect(/^[0-9a-f-]{36}$/i.test(answer.id) && !/^[0-]+$/.test(answer.id), `createTopics answered topic id ${JSON.stringify(answer.id)}`);
+    for (const [name, value] of Object.entries({ ...ADMIN_CONFIG, 'segment.bytes': DEFAULT_SEGMENT_BYTES })) {
+      expect(answer.configuration[name] === value, `createTopics answered ${name}=${JSON.stringify(answer.configuration[name])}, expected ${JSON.stringify(value)}`);
+    }
+    await expectPartitions(topic, 3);
+    const meta = await admin.metadata({ topics: [topic], forceUpdate: true });
+    expect(meta.topics.get(topic).id === answer.id, `metadata gives topic id ${meta.topics.get(topic).id}, createTopics gave ${answer.id}`);
+    await expectError('createTopics of an existing topic', 'TOPIC_ALREADY_EXISTS', () => admin.createTopics({ topics: [topic], partitions: 1, replicas: 1 }));
+    await expectError('createTopics with replication factor 3 on one broker', 'INVALID_REPLICATION_FACTOR', () =>
+      admin.createTopics({ topics: [missing], partitions: 1, replicas: 3 }),
+    );
+
+    await settle(() =>
+      checkConfigs('describeConfigs(topic)', TOPIC, topic, {
+        'cleanup.policy': ['compact', 'DYNAMIC_TOPIC_CONFIG'],
+        'retention.ms': ['3600000', 'DYNAMIC_TOPIC_CONFIG'],
+        'segment.bytes': [DEFAULT_SEGMENT_BYTES, 'DEFAULT_CONFIG'],
+      }),
+    );
+    const brokerId = String(Math.min(...meta.brokers.keys()));
+    await checkConfigs(`describeConfigs(broker ${brokerId})`, BROKER, brokerId, {
+      'message.max.bytes': [DEFAULT_MESSAGE_MAX_BYTES, 'DEFAULT_CONFIG'],
+      'log.segment.bytes': [DEFAULT_SEGMENT_BYTES, 'DEFAULT_CONFIG'],
+    });
+    await expectError('describeConfigs of a missing topic', 'UNKNOWN_TOPIC_OR_PARTITION', () => describe(TOPIC, missing, ['retention.ms']));
+
+    // AlterConfigs replaces the topic's whole set of overrides.
+    await admin.alterConfigs({ resources: [{ resourceType: TOPIC, resourceName: topic, configs: [{ name: 'retention.ms', value: '7200000' }] }] });
+    console.log('alterConfigs: retention.ms=7200000 (and nothing else)');
+    await settle(() =>
+      checkConfigs('describeConfigs(topic)', TOPIC, topic, {
+        'retention.ms': ['7200000', 'DYNAMIC_TOPIC_CONFIG'],
+        'cleanup.policy': ['delete', 'DEFAULT_CONFIG'],
+      }),
+    );
+    await admin.incrementalAlterConfigs({
+      resources: [
+        {
+          resourceType: TOPIC,
+          resourceName: topic,
+          configs: [
+            { name: 'cleanup.policy', configOperation: APPEND, value: 'compact' },
+            { name: 'retention.ms', configOperation: DELETE },
+            { name: 'max.message.bytes', configOperation: SET, value: '200000' },
+          ],
+        },
+      ],
+    });
+    console.log('incrementalAlterConfigs: APPEND cleanup.policy compact, DELETE retention.ms, SET max.message.bytes=200000');
+    await settle(() =>
+      checkConfigs('describeConfigs(topic)', TOPIC, topic, {
+        'cleanup.policy': ['delete,compact', 'DYNAMIC_TOPIC_CONFIG'],
+        'retention.ms': [DEFAULT_RETENTION_MS, 'DEFAULT_CONFIG'],
+        'max.message.bytes': ['200000', 'DYNAMIC_TOPIC_CONFIG'],
+      }),
+    );
+    await expectError('incrementalAlterConfigs SET retention.ms=soon', 'INVALID_CONFIG', () =>
+      admin.incrementalAlterConfigs({ resources: [{ resourceType: TOPIC, resourceName: topic, configs: [{ name: 'retention.ms', configOperation: SET, value: 'soon' }] }] }),
+    );
+
+    await admin.createPartitions({ topics: [{ name: topic, count: 5 }] });
+    console.log(`createPartitions: ${topic} to 5`);
+    await expectPartitions(topic, 5);
+    await expectError('createPartitions to fewer (4)', 'INVALID_PARTITIONS', () => admin.createPartitions({ topics: [{ name: topic, count: 4 }] }));
+    await expectError('createPartitions of a missing topic', 'UNKNOWN_TOPIC_OR_PARTITION', () => admin.createPartitions({ topics: [{ name: missing, count: 2 }] }));
+
+    await admin.createTopics({ topics: [recordsTopic], partitions: 1, replicas: 1 });
+    created.push(recordsTopic);
+    const base = Date.now() - 60_000;
+    const stamps = ADMIN_TIMESTAMP_STEPS.map((step) => BigInt(base + step));
+    const producer = new Producer({ ...clientOptions(bootstrap), idempotent: false });
+    try {
+      const result = await producer.send({
+        acks: -1,
+        messages: stamps.map((timestamp, i) => ({ topic: recordsTopic, partition: 0, value: Buffer.from(`record ${i}`), timestamp })),
+      });
+      expect(Number(result.offsets?.[0]?.offset) === 0, `produce to ${recordsTopic}: offsets ${JSON.stringify(result.offsets, (_, v) => (typeof v === 'bigint' ? String(v) : v))}, expected 0`);
+    } finally {
+      await producer.close().catch(() => {});
+    }
+    console.log(`produced ${stamps.length} records with timestamps base+${JSON.stringify(ADMIN_TIMESTAMP_STEPS)}`);
+    for (const [label, timestamp, offset, at] of [
+      ['earliest', EARLIEST, 0n, null],
+      ['latest', LATEST, 5n, null],
+      ['max timestamp', MAX_TIMESTAMP, 2n, stamps[2]],
+      ['timestamp base+15', BigInt(base + 15), 2n, stamps[2]],
+      ['timestamp base+60', BigInt(base + 60), -1n, null],
+    ]) {
+      const got = await listed(timestamp);
+      console.log(`listOffsets ${label}: offset ${got.offset} timestamp ${got.timestamp}`);
+      expect(got.offset === offset && (at === null || got.timestamp === at), `listOffsets ${label}: offset ${got.offset} timestamp ${got.timestamp}, expected offset ${offset}${at === null ? '' : ` timestamp ${at}`}`);
+    }
+    const [deleted] = await admin.deleteRecords({ topics: [{ name: recordsTopic, partitions: [{ partition: 0, offset: 2n }] }] });
+    const lowWatermark = deleted?.partitions?.[0]?.lowWatermark;
+    console.log(`deleteRecords before offset 2: low watermark ${lowWatermark}`);
+    expect(lowWatermark === 2n, `deleteRecords before offset 2: low watermark ${lowWatermark}, expected 2`);
+    const earliest = await listed(EARLIEST);
+    console.log(`listOffsets earliest after deleteRecords: offset ${earliest.offset}`);
+    expect(earliest.offset === 2n, `listOffsets earliest after deleteRecords: ${earliest.offset}, expected 2`);
+
+    const dirs = await admin.describeLogDirs({ topics: [{ name: recordsTopic, partitions: [0] }] });
+    const replicas = dirs.flatMap((b) => b.results.flatMap((r) => r.topics.filter((t) => t.name === recordsTopic).flatMap((t) => t.partitions.map((p) => ({ dir: r.logDir, ...p })))));
+    console.log(`describeLogDirs: ${recordsTopic}-0 in ${replicas.map((r) => `${r.dir} (${r.partitionSize} bytes)`).join(', ') || 'no log dir'}`);
+    expect(replicas.length === 1 && replicas[0].partitionIndex === 0 && replicas[0].partitionSize > 0n, `describeLogDirs: ${recordsTopic}-0 found ${replicas.length} times, expected once with its bytes`);
+
+    await admin.deleteTopics({ topics: [...created] });
+    console.log(`deleteTopics: ${created.join(', ')}`);
+    const gone = created.splice(0);
+    await settle(async () => {
+      const left = (await admin.listTopics()).filter((t) => gone.includes(t));
+      expect(left.length === 0, `still listed after deleteTopics: ${left.join(', ')}`);
+    });
+    await expectError('deleteTopics of a missing topic', 'UNKNOWN_TOPIC_OR_PARTITION', () => admin.deleteTopics({ topics: [missing] }));
+  } finally {
+    if (created.length) await admin.deleteTopics({ topics: created }).catch((err) => console.log(`cleanup: deleteTopics: ${err.message}`));
+    console.log(`${Date.now() - started} ms; requests: ${requests.take()}`);
+    await admin.close().catch(() => {});
   }
 };
 

@@ -15,9 +15,25 @@ const { ApiVersionsRequest } = await import(new URL('messages/api-versions-reque
 const { ApiVersionsResponse } = await import(new URL('messages/api-versions-response.js', dist).href);
 const { MetadataRequest } = await import(new URL('messages/metadata-request.js', dist).href);
 const { MetadataResponse } = await import(new URL('messages/metadata-response.js', dist).href);
+const { ProduceRequest } = await import(new URL('messages/produce-request.js', dist).href);
+const { ProduceResponse } = await import(new URL('messages/produce-response.js', dist).href);
+const { FetchRequest } = await import(new URL('messages/fetch-request.js', dist).href);
+const { FetchResponse } = await import(new URL('messages/fetch-response.js', dist).href);
+const { ListOffsetsRequest } = await import(new URL('messages/list-offsets-request.js', dist).href);
+const { ListOffsetsResponse } = await import(new URL('messages/list-offsets-response.js', dist).href);
+const { CreateTopicsRequest } = await import(new URL('messages/create-topics-request.js', dist).href);
+const { CreateTopicsResponse } = await import(new URL('messages/create-topics-response.js', dist).href);
+const batches = await import(new URL('record-batch.js', dist).href);
 
 const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA';
-const APIS = { 18: [ApiVersionsRequest, ApiVersionsResponse], 3: [MetadataRequest, MetadataResponse] };
+const APIS = {
+  0: [ProduceRequest, ProduceResponse],
+  1: [FetchRequest, FetchResponse],
+  2: [ListOffsetsRequest, ListOffsetsResponse],
+  3: [MetadataRequest, MetadataResponse],
+  18: [ApiVersionsRequest, ApiVersionsResponse],
+  19: [CreateTopicsRequest, CreateTopicsResponse],
+};
 
 /** One connection; requests are sent one at a time and their answers decoded. */
 class Probe {
@@ -188,4 +204,208 @@ async function metadataRules(bootstrap) {
   expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
 }
 
-runScenarios({ label: 'wire-probe', banner: 'wire-probe (gregor codec)', scenarios: { 'metadata-rules': metadataRules } });
+// ---------------------------------------------------------------------------
+// corrupt-batch
+
+/** A valid batch of `values.length` records, keyed k0, k1, ...; timestamps fixed so runs compare. */
+function goodBatch(values) {
+  return batches.buildBatch({
+    records: values.map((value, i) => ({ key: `k${i}`, value, headers: [{ key: 'h', value: 'x' }], timestamp: 1_700_000_000_000n + BigInt(i) })),
+  });
+}
+
+/**
+ * What partition 0 carries in each case, and the error Kafka 4.0 gives it. Partition 1 always
+ * carries one good record in the same request, so each case also shows that one partition's
+ * bad batch leaves the other's append alone.
+ */
+const CORRUPT_CASES = [
+  {
+    name: 'bad CRC (a flipped bit in a record value)',
+    wanted: ErrorCode.CORRUPT_MESSAGE,
+    batch() {
+      const b = goodBatch(['payload']);
+      b[b.indexOf('payload') + 3] ^= 0x01; // the header's CRC no longer matches
+      return b;
+    },
+  },
+  {
+    // Kafka's request parsing finds no whole batch in the partition's bytes, and Produce v3+
+    // needs exactly one: INVALID_RECORD, not CORRUPT_MESSAGE.
+    name: 'batchLength overruns the bytes present',
+    wanted: ErrorCode.INVALID_RECORD,
+    batch() {
+      const b = goodBatch(['payload']);
+      b.writeInt32BE(b.readInt32BE(batches.BATCH_LENGTH) + 100, batches.BATCH_LENGTH);
+      return b;
+    },
+  },
+  {
+    name: 'recordCount 2 with one record (lastOffsetDelta 0, CRC valid)',
+    wanted: ErrorCode.INVALID_RECORD,
+    batch() {
+      const b = goodBatch(['payload']);
+      b.writeInt32BE(2, batches.RECORD_COUNT);
+      batches.writeBatchCrc(b, 0, b.length);
+      return b;
+    },
+  },
+  {
+    // Header consistent, records short: Kafka's record iterator reports the early end as an
+    // invalid record, as it does records left over (recordCount 1, lastOffsetDelta 0, below).
+    name: 'recordCount 2 with one record (lastOffsetDelta 1, CRC valid)',
+    wanted: ErrorCode.INVALID_RECORD,
+    batch() {
+      const b = goodBatch(['payload']);
+      b.writeInt32BE(2, batches.RECORD_COUNT);
+      b.writeInt32BE(1, batches.LAST_OFFSET_DELTA);
+      batches.writeBatchCrc(b, 0, b.length);
+      return b;
+    },
+  },
+  {
+    name: 'recordCount 1 with two records (lastOffsetDelta 1, CRC valid)',
+    wanted: ErrorCode.INVALID_RECORD,
+    batch() {
+      const b = goodBatch(['one', 'two']);
+      b.writeInt32BE(1, batches.RECORD_COUNT);
+      batches.writeBatchCrc(b, 0, b.length);
+      return b;
+    },
+  },
+  {
+    name: 'recordCount 1 with two records (lastOffsetDelta 0, CRC valid)',
+    wanted: ErrorCode.INVALID_RECORD,
+    batch() {
+      const b = goodBatch(['one', 'two']);
+      b.writeInt32BE(1, batches.RECORD_COUNT);
+      b.writeInt32BE(0, batches.LAST_OFFSET_DELTA);
+      batches.writeBatchCrc(b, 0, b.length);
+      return b;
+    },
+  },
+  {
+    name: 'recordCount 0 with one record (CRC valid)',
+    wanted: ErrorCode.INVALID_RECORD,
+    batch() {
+      const b = goodBatch(['payload']);
+      b.writeInt32BE(0, batches.RECORD_COUNT);
+      batches.writeBatchCrc(b, 0, b.length);
+      return b;
+    },
+  },
+];
+const CORRUPT_PRODUCE_VERSIONS = [3, 9];
+
+async function createTopic(p, name, numPartitions) {
+  const res = await p.request(19, 5, {
+    topics: [{ name, numPartitions, replicationFactor: 1, assignments: [], configs: [] }],
+    timeoutMs: 10_000,
+    validateOnly: false,
+  });
+  const t = res.topics[0];
+  expect(t?.errorCode === ErrorCode.NONE, `CreateTopics ${name}: error ${t?.errorCode} ${t?.errorMessage ?? ''}`);
+}
+
+const listOffsetsRequest = (topic, partitions, timestamp) => ({
+  replicaId: -1,
+  isolationLevel: 0,
+  topics: [{ name: topic, partitions: partitions.map((partitionIndex) => ({ partitionIndex, currentLeaderEpoch: -1, timestamp, maxNumOffsets: 1 })) }],
+  timeoutMs: 10_000,
+});
+
+/** [partition, errorCode, offset] of the latest offset of each partition, in partition order. */
+async function latestOffsets(p, topic, partitions) {
+  const res = await p.request(2, 7, listOffsetsRequest(topic, partitions, -1n));
+  return res.topics[0].partitions.map((x) => [x.partitionIndex, x.errorCode, Number(x.offset)]).sort((a, b) => a[0] - b[0]);
+}
+
+/** Waits until every partition answers ListOffsets: a leader in Metadata can come before the log is ready. */
+async function untilServing(p, topic, partitions, ms) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const offsets = await latestOffsets(p, topic, partitions);
+    if (offsets.every(([, errorCode]) => errorCode === ErrorCode.NONE)) return;
+    expect(Date.now() < deadline, `${topic} not served within ${ms} ms: ${JSON.stringify(offsets)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** For each partition: [partition, errorCode, highWatermark, the (offset, key, value) of every record from offset 0]. */
+async function fetchAll(p, topic, partitions) {
+  const res = await p.request(1, 12, {
+    clusterId: null,
+    replicaId: -1,
+    maxWaitMs: 100,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    isolationLevel: 0,
+    sessionId: 0,
+    sessionEpoch: -1,
+    topics: [{ topic, partitions: partitions.map((partition) => ({ partition, currentLeaderEpoch: -1, fetchOffset: 0n, lastFetchedEpoch: -1, logStartOffset: -1n, partitionMaxBytes: 1 << 20 })) }],
+    forgottenTopicsData: [],
+    rackId: '',
+  });
+  expect(res.errorCode === ErrorCode.NONE, `Fetch error ${res.errorCode}`);
+  return res.responses[0].partitions
+    .map((x) => {
+      const records = [];
+      const buf = x.records ?? Buffer.alloc(0);
+      for (let at = 0; at + batches.LOG_OVERHEAD <= buf.length; ) {
+        const size = batches.LOG_OVERHEAD + buf.readInt32BE(at + batches.BATCH_LENGTH);
+        if (at + size > buf.length) break; // a partial batch at the end of a fetch is normal
+        const h = batches.readBatchHeader(buf, at);
+        const decoded = batches.decodeRecords(buf.subarray(at, at + size));
+        expect(decoded.ok, `partition ${x.partitionIndex} batch at ${h.baseOffset} does not decode: ${decoded.error}`);
+        for (const r of decoded.records) records.push([Number(h.baseOffset) + r.offsetDelta, r.key?.toString() ?? null, r.value?.toString() ?? null]);
+        at += size;
+      }
+      return [x.partitionIndex, x.errorCode, Number(x.highWatermark), records];
+    })
+    .sort((a, b) => a[0] - b[0]);
+}
+
+async function corruptBatch(bootstrap) {
+  const p = await Probe.connect(bootstrap);
+  const results = [];
+  try {
+    const suffix = randomBytes(4).toString('hex');
+    for (const version of CORRUPT_PRODUCE_VERSIONS) {
+      for (const [i, c] of CORRUPT_CASES.entries()) {
+        const topic = `corrupt-${suffix}-v${version}-${i}`;
+        await createTopic(p, topic, 2);
+        await untilLeader(p, topic, 10_000);
+        await untilServing(p, topic, [0, 1], 10_000);
+        const res = await p.request(0, version, {
+          transactionalId: null,
+          acks: -1,
+          timeoutMs: 10_000,
+          topicData: [{ name: topic, partitionData: [{ index: 0, records: c.batch() }, { index: 1, records: goodBatch(['good']) }] }],
+        });
+        const answers = res.responses.flatMap((t) => t.partitionResponses).sort((a, b) => a.index - b.index);
+        const p0 = answers.find((a) => a.index === 0);
+        // Kafka leaves errorMessage null in every case here; gregor's text is a diagnostic, not compared.
+        if (p0?.errorMessage) console.log(`     partition 0 errorMessage: ${p0.errorMessage}`);
+        results.push(
+          check(
+            `Produce v${version} acks=-1, partition 0 ${c.name}; partition 1 good: [partition, error, baseOffset, recordErrors]`,
+            answers.map((a) => [a.index, a.errorCode, a.errorCode === ErrorCode.NONE ? Number(a.baseOffset) : -1, a.recordErrors.length]),
+            [[0, c.wanted, -1, 0], [1, ErrorCode.NONE, 0, 0]],
+          ),
+        );
+        results.push(check('  then ListOffsets v7 latest: [partition, error, offset]', await latestOffsets(p, topic, [0, 1]), [[0, ErrorCode.NONE, 0], [1, ErrorCode.NONE, 1]]));
+        results.push(
+          check('  then Fetch v12 from 0: [partition, error, highWatermark, records]', await fetchAll(p, topic, [0, 1]), [
+            [0, ErrorCode.NONE, 0, []],
+            [1, ErrorCode.NONE, 1, [[0, 'k0', 'good']]],
+          ]),
+        );
+      }
+    }
+  } finally {
+    p.close();
+  }
+  expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
+}
+
+runScenarios({ label: 'wire-probe', banner: 'wire-probe (gregor codec)', scenarios: { 'metadata-rules': metadataRules, 'corrupt-batch': corruptBatch } });

@@ -17,6 +17,7 @@ public final class Main {
     private static final Map<String, Scenario> SCENARIOS = new TreeMap<>();
 
     static {
+        SCENARIOS.put("admin", new AdminScenario());
         SCENARIOS.put("metadata", new MetadataScenario());
         SCENARIOS.put("roundtrip", new RoundtripScenario());
     }
