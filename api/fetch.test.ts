@@ -116,6 +116,17 @@ describe('Fetch reads', () => {
     expect(res.errorCode).toBe(0);
   });
 
+  it('refuses clients older than Fetch v10 on a topic whose compression.type is zstd, as Kafka does', async () => {
+    const s = testServices({}, undefined, { followTopicConfigs: true });
+    open.push(s);
+    await s.metadata.createTopic({ name: 'orders', numPartitions: 1, replicationFactor: 1, configs: { 'compression.type': 'zstd' } });
+    produce(s, 0, batch(3));
+    expect(only(await send(s, 9, request([{ partitions: [{ partition: 0, fetchOffset: 0n }] }]))).errorCode).toBe(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE);
+    const v10 = only(await send(s, 10, request([{ partitions: [{ partition: 0, fetchOffset: 0n }] }])));
+    expect(v10.errorCode).toBe(ErrorCode.NONE);
+    expect(baseOffsets(v10.records)).toEqual([0n]);
+  });
+
   it('answers aborted_transactions null for read_uncommitted and [] for read_committed', async () => {
     const s = await services();
     produce(s, 0, batch(1));

@@ -263,7 +263,7 @@ export const fetch = defineHandler<FetchRequest, FetchResponse>({
     answers.push(...erroneous);
 
     const generated = context.updateAndGenerateResponse(answers);
-    const partitions = generated.partitions.map((x) => ({ key: x.key, outcome: outcome(finalPartition(x.key, x.outcome.data, v, context)) }));
+    const partitions = generated.partitions.map((x) => ({ key: x.key, outcome: outcome(finalPartition(x.key, x.outcome.data, v, context, ctx.services)) }));
     return {
       throttleTimeMs: 0,
       errorCode: generated.errorCode,
@@ -279,7 +279,11 @@ export const fetch = defineHandler<FetchRequest, FetchResponse>({
  * The partition as it goes out: every partition carries a record set (empty
  * on error), and v0-v3 get theirs down-converted from the fetch offset.
  */
-function finalPartition(key: FetchPartitionKey, data: PartitionData, version: number, context: FetchContext): PartitionData {
+function finalPartition(key: FetchPartitionKey, data: PartitionData, version: number, context: FetchContext, services: BrokerServices): PartitionData {
+  // Clients older than Fetch v10 cannot read zstd: Kafka refuses them on a topic whose compression.type is zstd.
+  if (version < 10 && key.topic !== null && services.replicas.logFor(key.topic, key.partition)?.config.compressionType === 'zstd') {
+    return partitionError(key.partition, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE);
+  }
   const records = data.records ?? EMPTY;
   if (version > 3 || records.length === 0) return { ...data, records };
   const converted = downConvert(records, version <= 1 ? 0 : 1, context.fetchOffset(key) ?? 0n);
