@@ -1,18 +1,20 @@
 /**
  * LZ4 frame decoding (the frame format of lz4 1.5+, which every Kafka client
- * writes for compression type 3), with the output bounded before it is
- * allocated.
+ * writes for compression type 3), with the output bounded before anything is
+ * decompressed.
  *
- * Kafka's reader checks the frame descriptor's header checksum, the block
- * checksums when the frame has them, the content checksum when present, and
- * refuses a block larger than the maximum the descriptor declares; so does this
- * one. Blocks are decoded into one contiguous output, so frames with linked
- * blocks (matches reaching into earlier blocks) decode as well.
+ * The frame descriptor (version, reserved bits, header checksum, declared
+ * content size) and every block header are checked here first: a block above
+ * the maximum the descriptor declares is refused as Kafka refuses it, and the
+ * largest output the blocks could produce is computed, so a frame that could
+ * expand past the limit is refused without being decompressed. lz4-napi then
+ * decodes it (linked blocks included) and checks block and content checksums.
  *
  * Example: decodeLz4Frame(<the 35 bytes `printf 'hello' | lz4 -c` writes>,
  * 1 << 20) -> Buffer 'hello'; with a frame whose blocks could expand past the
- * limit it throws before allocating anything.
+ * limit it throws before decompressing anything.
  */
+import { decompressFrameSync } from 'lz4-napi';
 
 export const LZ4_FRAME_MAGIC = 0x184d2204;
 
@@ -27,54 +29,17 @@ const FLG_RESERVED = 0x02;
 const BLOCK_UNCOMPRESSED = 0x80000000;
 /** A sequence can expand a compressed byte at most this much: a run of 255-valued length bytes. */
 const MAX_EXPANSION = 255;
-const MIN_MATCH = 4;
 
 /** The decoded frame; throws Error with a short reason on anything malformed or too large. */
 export function decodeLz4Frame(frame: Buffer, maxOutput: number): Buffer {
   const header = readHeader(frame, maxOutput);
-  const blocks = walkBlocks(frame, header, maxOutput);
-  // The bound can be far above the real size (a 4 MiB block maximum for a few
-  // KiB of records), so start from a guess and grow, never past the bound.
-  const sink: Sink = {
-    buf: Buffer.allocUnsafe(header.contentSize ?? Math.min(blocks.bound, Math.max(INITIAL_OUTPUT, frame.length * 4))),
-    bound: blocks.bound,
-  };
-  let op = 0;
-  for (let i = 0; i < blocks.starts.length; i++) {
-    const start = blocks.starts[i]!;
-    const size = blocks.sizes[i]!;
-    if (blocks.compressed[i]) {
-      op = decodeBlock(frame, start, start + size, sink, op, op + header.maxBlockSize);
-    } else {
-      reserve(sink, op + size);
-      frame.copy(sink.buf, op, start, start + size);
-      op += size;
-    }
+  const bound = blockBound(frame, header, maxOutput);
+  const out = decompressFrameSync(frame);
+  if (out.length > bound) throw new Error(`LZ4 frame expanded to ${out.length} bytes, past what its blocks can hold`);
+  if (header.contentSize !== null && header.contentSize !== out.length) {
+    throw new Error(`LZ4 frame declares ${header.contentSize} bytes but holds ${out.length}`);
   }
-  if (header.contentSize !== null && header.contentSize !== op) {
-    throw new Error(`LZ4 frame declares ${header.contentSize} bytes but holds ${op}`);
-  }
-  if (header.contentChecksum && xxh32(sink.buf, 0, op, 0) !== frame.readUInt32LE(blocks.end)) {
-    throw new Error('LZ4 content checksum mismatch');
-  }
-  return sink.buf.subarray(0, op);
-}
-
-/** First output allocation when the frame does not declare its size. */
-const INITIAL_OUTPUT = 16 * 1024;
-
-/** The output being written, grown on demand up to `bound`. */
-interface Sink {
-  buf: Buffer;
-  bound: number;
-}
-
-/** Makes sink.buf at least `end` bytes long; `end` never passes the bound (checked by the caller). */
-function reserve(sink: Sink, end: number): void {
-  if (end <= sink.buf.length) return;
-  const grown = Buffer.allocUnsafe(Math.min(sink.bound, Math.max(end, sink.buf.length * 2)));
-  sink.buf.copy(grown, 0, 0, sink.buf.length);
-  sink.buf = grown;
+  return out;
 }
 
 interface FrameHeader {
@@ -115,20 +80,15 @@ function readHeader(frame: Buffer, maxOutput: number): FrameHeader {
   };
 }
 
-interface Blocks {
-  starts: number[];
-  sizes: number[];
-  compressed: boolean[];
-  /** Largest output the blocks can produce, never above the caller's limit. */
-  bound: number;
-  /** Where the end mark's content checksum (if any) starts. */
-  end: number;
-}
-
-/** Finds every block, checks block checksums, and bounds the output before anything is decoded. */
-function walkBlocks(frame: Buffer, header: FrameHeader, maxOutput: number): Blocks {
-  const blocks: Blocks = { starts: [], sizes: [], compressed: [], bound: 0, end: 0 };
+/**
+ * The largest output the frame's blocks can produce, never above `maxOutput`:
+ * walks the block headers to the end mark, refusing blocks above the frame's
+ * maximum, blocks cut short, and a frame that ends early.
+ */
+function blockBound(frame: Buffer, header: FrameHeader, maxOutput: number): number {
+  let bound = 0;
   let at = header.dataStart;
+  const checksum = header.blockChecksum ? 4 : 0;
   for (;;) {
     if (frame.length < at + 4) throw new Error('LZ4 frame ends before its end mark');
     const word = frame.readUInt32LE(at);
@@ -137,100 +97,16 @@ function walkBlocks(frame: Buffer, header: FrameHeader, maxOutput: number): Bloc
     const compressed = (word & BLOCK_UNCOMPRESSED) === 0;
     const size = word & ~BLOCK_UNCOMPRESSED;
     if (size > header.maxBlockSize) throw new Error(`LZ4 block of ${size} bytes exceeds the frame's maximum ${header.maxBlockSize}`);
-    if (frame.length < at + size + (header.blockChecksum ? 4 : 0)) throw new Error('LZ4 block is cut short');
-    if (header.blockChecksum && xxh32(frame, at, at + size, 0) !== frame.readUInt32LE(at + size)) {
-      throw new Error('LZ4 block checksum mismatch');
-    }
-    blocks.starts.push(at);
-    blocks.sizes.push(size);
-    blocks.compressed.push(compressed);
-    blocks.bound += compressed ? Math.min(header.maxBlockSize, size * MAX_EXPANSION) : size;
-    if (blocks.bound > maxOutput) throw new Error(`LZ4 frame may expand past ${maxOutput} bytes`);
-    at += size + (header.blockChecksum ? 4 : 0);
+    if (frame.length < at + size + checksum) throw new Error('LZ4 block is cut short');
+    bound += compressed ? Math.min(header.maxBlockSize, size * MAX_EXPANSION) : size;
+    if (bound > maxOutput) throw new Error(`LZ4 frame may expand past ${maxOutput} bytes`);
+    at += size + checksum;
   }
   if (header.contentChecksum && frame.length < at + 4) throw new Error('LZ4 frame ends before its content checksum');
-  if (header.contentSize !== null) {
-    if (header.contentSize > blocks.bound) throw new Error(`LZ4 frame declares ${header.contentSize} bytes, more than its blocks can hold`);
-    blocks.bound = header.contentSize;
+  if (header.contentSize !== null && header.contentSize > bound) {
+    throw new Error(`LZ4 frame declares ${header.contentSize} bytes, more than its blocks can hold`);
   }
-  blocks.end = at;
-  return blocks;
-}
-
-/**
- * Decodes one LZ4 block src[sp, send) into the sink from `op`, writing nothing
- * at or past `oend` (the block maximum); returns the new output position.
- * Match offsets may reach back to the start of the output (linked blocks).
- */
-function decodeBlock(src: Buffer, sp: number, send: number, sink: Sink, op: number, oend: number): number {
-  let out = sink.buf;
-  for (;;) {
-    // A block ends with a sequence of literals only; running out after a match is malformed.
-    if (sp >= send) throw new Error('LZ4 block ends after a match');
-    const token = src[sp++]!;
-    let literals = token >>> 4;
-    if (literals === 15) {
-      let b: number;
-      do {
-        if (sp >= send) throw new Error('LZ4 literal length runs past the block');
-        b = src[sp++]!;
-        literals += b;
-      } while (b === 255);
-    }
-    if (sp + literals > send) throw new Error('LZ4 literals run past the block');
-    if (op + literals > oend) throw new Error('LZ4 block expands past its maximum size');
-    if (op + literals > out.length) {
-      reserve(sink, op + literals);
-      out = sink.buf;
-    }
-    if (literals < 64) {
-      for (let i = 0; i < literals; i++) out[op + i] = src[sp + i]!;
-    } else {
-      src.copy(out, op, sp, sp + literals);
-    }
-    sp += literals;
-    op += literals;
-    if (sp === send) return op;
-
-    if (sp + 2 > send) throw new Error('LZ4 match offset runs past the block');
-    const offset = src[sp]! | (src[sp + 1]! << 8);
-    sp += 2;
-    if (offset === 0 || offset > op) throw new Error(`LZ4 match offset ${offset} points before the output`);
-    let length = (token & 15) + MIN_MATCH;
-    if ((token & 15) === 15) {
-      let b: number;
-      do {
-        if (sp >= send) throw new Error('LZ4 match length runs past the block');
-        b = src[sp++]!;
-        length += b;
-      } while (b === 255);
-    }
-    if (op + length > oend) throw new Error('LZ4 block expands past its maximum size');
-    if (op + length > out.length) {
-      reserve(sink, op + length);
-      out = sink.buf;
-    }
-    const from = op - offset;
-    // Buffer's copy and fill calls cost more than a byte loop below a few hundred bytes.
-    if (length < 256) {
-      // A forward byte copy, which also repeats the last `offset` bytes when the match overlaps its own output.
-      for (let i = 0; i < length; i++) out[op + i] = out[from + i]!;
-    } else if (offset >= length) {
-      out.copyWithin(op, from, from + length);
-    } else if (offset === 1) {
-      out.fill(out[from]!, op, op + length);
-    } else {
-      // An overlapping match repeats a period of `offset` bytes: copy whole periods,
-      // doubling each time, so every source byte is final before it is read.
-      let copied = 0;
-      while (copied < length) {
-        const n = Math.min(offset + copied, length - copied);
-        out.copyWithin(op + copied, from, from + n);
-        copied += n;
-      }
-    }
-    op += length;
-  }
+  return bound;
 }
 
 const PRIME1 = 0x9e3779b1;
