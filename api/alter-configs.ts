@@ -24,14 +24,13 @@
  * so do new broker-wide defaults for every topic that does not override them.
  */
 import { AlterConfigsRequest, type AlterConfigsResource } from '../wire/messages/alter-configs-request.js';
-import { AlterConfigsResponse, type AlterConfigsResourceResponse } from '../wire/messages/alter-configs-response.js';
+import { AlterConfigsResponse } from '../wire/messages/alter-configs-response.js';
 import {
+  alterEach,
+  alterErrorBody,
   alterableBroker,
   alterableTopic,
   checkConfigList,
-  REPEATED_RESOURCE,
-  repeatedResources,
-  resourceKey,
   ResourceType,
   unsupportedResourceType,
   writeBrokerConfigs,
@@ -67,19 +66,6 @@ export const alterConfigs = defineHandler<AlterConfigsRequest, AlterConfigsRespo
   response: AlterConfigsResponse,
   minVersion: 0,
   maxVersion: 2,
-  async handle(req, ctx) {
-    const repeated = repeatedResources(req.resources);
-    const responses: AlterConfigsResourceResponse[] = [];
-    for (const r of req.resources) {
-      const outcome = repeated.has(resourceKey(r)) ? REPEATED_RESOURCE : await alterOne(r, req.validateOnly, ctx);
-      responses.push({ ...outcome, resourceType: r.resourceType, resourceName: r.resourceName });
-    }
-    return { throttleTimeMs: 0, responses };
-  },
-  errorResponse(req, errorCode) {
-    return {
-      throttleTimeMs: 0,
-      responses: req.resources.map((r) => ({ errorCode, errorMessage: null, resourceType: r.resourceType, resourceName: r.resourceName })),
-    };
-  },
+  handle: (req, ctx) => alterEach(req.resources, (r) => alterOne(r, req.validateOnly, ctx)),
+  errorResponse: (req, errorCode) => alterErrorBody(req.resources, errorCode),
 });

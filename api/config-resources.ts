@@ -108,6 +108,34 @@ export function unsupportedResourceType(type: number): ResourceOutcome {
 
 export const REPEATED_RESOURCE = fail(ErrorCode.INVALID_REQUEST, 'Each resource must appear at most once.');
 
+type Resource = { resourceType: number; resourceName: string };
+
+/**
+ * The body of an AlterConfigs or IncrementalAlterConfigs answer: every
+ * resource in request order, altered by `alterOne` one after the other, a
+ * resource named twice answered REPEATED_RESOURCE without being altered.
+ */
+export async function alterEach<R extends Resource>(
+  resources: readonly R[],
+  alterOne: (r: R) => Promise<ResourceOutcome>,
+): Promise<{ throttleTimeMs: number; responses: (ResourceOutcome & Resource)[] }> {
+  const repeated = repeatedResources(resources);
+  const responses: (ResourceOutcome & Resource)[] = [];
+  for (const r of resources) {
+    const outcome = repeated.has(resourceKey(r)) ? REPEATED_RESOURCE : await alterOne(r);
+    responses.push({ ...outcome, resourceType: r.resourceType, resourceName: r.resourceName });
+  }
+  return { throttleTimeMs: 0, responses };
+}
+
+/** The same answer when the request fails as a whole: `errorCode` for every resource. */
+export function alterErrorBody(resources: readonly Resource[], errorCode: number): { throttleTimeMs: number; responses: (ResourceOutcome & Resource)[] } {
+  return {
+    throttleTimeMs: 0,
+    responses: resources.map((r) => ({ errorCode, errorMessage: null, resourceType: r.resourceType, resourceName: r.resourceName })),
+  };
+}
+
 /**
  * The checks every altered resource gets first, as Kafka's broker makes them
  * before looking at the resource: a config named twice, then values missing

@@ -28,10 +28,12 @@ import {
   type AlterableConfig,
   type AlterConfigsResource,
 } from '../wire/messages/incremental-alter-configs-request.js';
-import { IncrementalAlterConfigsResponse, type AlterConfigsResourceResponse } from '../wire/messages/incremental-alter-configs-response.js';
+import { IncrementalAlterConfigsResponse } from '../wire/messages/incremental-alter-configs-response.js';
 import { ErrorCode } from '../wire/errors.js';
 import { topicConfigDef } from '../storage/topic-config.js';
 import {
+  alterEach,
+  alterErrorBody,
   alterableBroker,
   alterableTopic,
   brokerConfigs,
@@ -42,9 +44,6 @@ import {
   OK,
   parseBrokerId,
   pinoLevel,
-  REPEATED_RESOURCE,
-  repeatedResources,
-  resourceKey,
   ResourceType,
   ROOT_LOGGER,
   unsupportedResourceType,
@@ -177,19 +176,6 @@ export const incrementalAlterConfigs = defineHandler<IncrementalAlterConfigsRequ
   response: IncrementalAlterConfigsResponse,
   minVersion: 0,
   maxVersion: 1,
-  async handle(req, ctx) {
-    const repeated = repeatedResources(req.resources);
-    const responses: AlterConfigsResourceResponse[] = [];
-    for (const r of req.resources) {
-      const outcome = repeated.has(resourceKey(r)) ? REPEATED_RESOURCE : await alterOne(r, req.validateOnly, ctx);
-      responses.push({ ...outcome, resourceType: r.resourceType, resourceName: r.resourceName });
-    }
-    return { throttleTimeMs: 0, responses };
-  },
-  errorResponse(req, errorCode) {
-    return {
-      throttleTimeMs: 0,
-      responses: req.resources.map((r) => ({ errorCode, errorMessage: null, resourceType: r.resourceType, resourceName: r.resourceName })),
-    };
-  },
+  handle: (req, ctx) => alterEach(req.resources, (r) => alterOne(r, req.validateOnly, ctx)),
+  errorResponse: (req, errorCode) => alterErrorBody(req.resources, errorCode),
 });
