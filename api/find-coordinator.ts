@@ -16,32 +16,15 @@ import { ErrorCode } from '../wire/errors.js';
 import { FindCoordinatorRequest } from '../wire/messages/find-coordinator-request.js';
 import { FindCoordinatorResponse, type Coordinator } from '../wire/messages/find-coordinator-response.js';
 import { endpointFor } from '../cluster/metadata-image.js';
+import { GROUP_METADATA_TOPIC, javaStringHashCode, partitionFor } from '../cluster/group-partition.js';
 import { defineHandler, type BrokerServices, type RequestContext } from './handler.js';
 
-export const GROUP_METADATA_TOPIC = '__consumer_offsets';
+export { GROUP_METADATA_TOPIC, javaStringHashCode, partitionFor };
 export const TRANSACTION_STATE_TOPIC = '__transaction_state';
 
 const KEY_TYPE_GROUP = 0;
 const KEY_TYPE_TRANSACTION = 1;
 const BATCHED_VERSION = 4;
-
-/** Java's String.hashCode over UTF-16 code units, as an int32. */
-export function javaStringHashCode(s: string): number {
-  let h = 0;
-  for (let i = 0; i < s.length; i++) h = (Math.imul(h, 31) + s.charCodeAt(i)) | 0;
-  return h;
-}
-
-/**
- * The partition of an internal topic that owns `key`: Kafka's
- * Utils.abs(hashCode) % partitions, where abs(Integer.MIN_VALUE) is 0.
- *
- * Example: partitionFor('my-group', 50) -> 12 (its hashCode is -1906497762).
- */
-export function partitionFor(key: string, partitions: number): number {
-  const h = javaStringHashCode(key);
-  return (h === -2147483648 ? 0 : Math.abs(h)) % partitions;
-}
 
 interface InternalTopicSpec {
   name: string;

@@ -8,6 +8,7 @@ import type { MessageDecl } from '../wire/schema.js';
 import type { StaticBrokerConfig } from '../cluster/broker-configs.js';
 import type { MetadataStore } from '../cluster/metadata-image.js';
 import type { ReplicaManager } from '../cluster/replica-manager.js';
+import type { GroupCoordinator, GroupCoordinatorConfig } from '../cluster/group-coordinator.js';
 
 export interface BrokerSettings {
   readonly nodeId: number;
@@ -26,6 +27,14 @@ export interface BrokerSettings {
   readonly transactionStateLogReplicationFactor?: number;
   readonly transactionStateLogMinIsr?: number;
   readonly transactionStateLogSegmentBytes?: number;
+  /** group.* and offset settings of the group coordinator; Kafka's defaults when absent. */
+  readonly groupInitialRebalanceDelayMs?: number;
+  readonly groupMinSessionTimeoutMs?: number;
+  readonly groupMaxSessionTimeoutMs?: number;
+  readonly groupMaxSize?: number;
+  readonly offsetsRetentionMinutes?: number;
+  readonly offsetsRetentionCheckIntervalMs?: number;
+  readonly offsetMetadataMaxBytes?: number;
   /**
    * What the operator set at start and gregor's own config keys, for
    * DescribeConfigs and the broker-wide topic config defaults; none set
@@ -40,9 +49,24 @@ export interface BrokerServices {
   readonly metadata: MetadataStore;
   /** The partitions this broker holds: the only way to their logs. */
   readonly replicas: ReplicaManager;
+  /** The groups whose partition of __consumer_offsets this broker leads, and their committed offsets. */
+  readonly groups: GroupCoordinator;
   readonly log: Logger;
   /** The advertised versions table, built from the registry. */
   readonly apiVersions: readonly ApiVersionRange[];
+}
+
+/** The coordinator settings given in `settings`, by their GroupCoordinatorConfig names. */
+export function groupCoordinatorConfig(settings: BrokerSettings): Partial<GroupCoordinatorConfig> {
+  const c: { -readonly [K in keyof GroupCoordinatorConfig]?: GroupCoordinatorConfig[K] } = {};
+  if (settings.groupInitialRebalanceDelayMs !== undefined) c.initialRebalanceDelayMs = settings.groupInitialRebalanceDelayMs;
+  if (settings.groupMinSessionTimeoutMs !== undefined) c.minSessionTimeoutMs = settings.groupMinSessionTimeoutMs;
+  if (settings.groupMaxSessionTimeoutMs !== undefined) c.maxSessionTimeoutMs = settings.groupMaxSessionTimeoutMs;
+  if (settings.groupMaxSize !== undefined) c.maxSize = settings.groupMaxSize;
+  if (settings.offsetsRetentionMinutes !== undefined) c.offsetsRetentionMs = settings.offsetsRetentionMinutes * 60_000;
+  if (settings.offsetsRetentionCheckIntervalMs !== undefined) c.offsetsRetentionCheckIntervalMs = settings.offsetsRetentionCheckIntervalMs;
+  if (settings.offsetMetadataMaxBytes !== undefined) c.offsetMetadataMaxBytes = settings.offsetMetadataMaxBytes;
+  return c;
 }
 
 export interface RequestContext {

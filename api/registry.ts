@@ -20,6 +20,16 @@ import { incrementalAlterConfigs } from './incremental-alter-configs.js';
 import { describeLogDirs } from './describe-log-dirs.js';
 import { metadata } from './metadata.js';
 import { produce } from './produce.js';
+import { offsetCommit } from './offset-commit.js';
+import { offsetFetch } from './offset-fetch.js';
+import { offsetDelete } from './offset-delete.js';
+import { joinGroup } from './join-group.js';
+import { heartbeat } from './heartbeat.js';
+import { leaveGroup } from './leave-group.js';
+import { syncGroup } from './sync-group.js';
+import { describeGroups } from './describe-groups.js';
+import { listGroups } from './list-groups.js';
+import { deleteGroups } from './delete-groups.js';
 
 export const HANDLERS: readonly ApiHandler[] = [
   produce,
@@ -27,7 +37,15 @@ export const HANDLERS: readonly ApiHandler[] = [
   listOffsets,
   offsetForLeaderEpoch,
   metadata,
+  offsetCommit,
+  offsetFetch,
   findCoordinator,
+  joinGroup,
+  heartbeat,
+  leaveGroup,
+  syncGroup,
+  describeGroups,
+  listGroups,
   apiVersions,
   createTopics,
   deleteTopics,
@@ -38,6 +56,8 @@ export const HANDLERS: readonly ApiHandler[] = [
   describeConfigs,
   alterConfigs,
   incrementalAlterConfigs,
+  deleteGroups,
+  offsetDelete,
 ];
 
 export function handlerTable(handlers: readonly ApiHandler[] = HANDLERS): Map<number, ApiHandler> {

@@ -9,10 +9,14 @@ import { pino } from 'pino';
 import { followTopicLogConfigs, NO_STATIC_CONFIG } from '../cluster/broker-configs.js';
 import { LocalMetadataStore } from '../cluster/local-metadata-store.js';
 import { ReplicaManager } from '../cluster/replica-manager.js';
+import { GroupCoordinator } from '../cluster/group-coordinator.js';
+import { replicaOffsetsStore } from '../cluster/group-store.js';
+import type { GroupTimer } from '../cluster/group-timer.js';
 import { DEFAULT_LOG_CONFIG, type LogConfig } from '../storage/log-config.js';
 import { LogManager } from '../storage/log-manager.js';
 import type { Fs } from '../storage/fs.js';
-import type { BrokerServices, BrokerSettings, RequestContext } from './handler.js';
+import { decode, encode } from '../wire/codec.js';
+import { NO_RESPONSE, groupCoordinatorConfig, type ApiHandler, type BrokerServices, type BrokerSettings, type RequestContext } from './handler.js';
 import { HANDLERS, advertisedVersions } from './registry.js';
 
 export interface TestServices extends BrokerServices {
@@ -34,6 +38,8 @@ export function testServices(
      * serves logs of topics the metadata does not know.
      */
     followTopicConfigs?: boolean;
+    /** The group coordinator's clock and timers; the system's (unref'd) when absent. */
+    groupTimer?: GroupTimer;
   } = {},
 ): TestServices {
   const full: BrokerSettings = { nodeId: 1, autoCreateTopicsEnable: true, numPartitions: 3, defaultReplicationFactor: 1, ...settings };
@@ -50,15 +56,21 @@ export function testServices(
   // Before the replica manager, so that a new topic's logs open with their config.
   const unfollow = opts.followTopicConfigs ? followTopicLogConfigs(store, logs, full.staticConfig ?? NO_STATIC_CONFIG, full.nodeId) : () => {};
   const replicas = new ReplicaManager(full.nodeId, store, logs, log).start();
+  const groups = new GroupCoordinator(full.nodeId, store, replicaOffsetsStore(replicas), log, {
+    config: groupCoordinatorConfig(full),
+    ...(opts.groupTimer ? { timer: opts.groupTimer } : {}),
+  }).start();
   return {
     settings: full,
     metadata: store,
     replicas,
+    groups,
     log,
     apiVersions: advertisedVersions(HANDLERS),
     dataDir: dir,
     logs,
     async close() {
+      groups.shutdown();
       replicas.stop();
       unfollow();
       await logs.close();
@@ -69,4 +81,26 @@ export function testServices(
 
 export function ctxFor(services: BrokerServices, apiVersion: number, listener = 'PLAINTEXT'): RequestContext {
   return { apiVersion, correlationId: 1, clientId: 'test', listener, clientHost: '127.0.0.1', services };
+}
+
+/**
+ * Calls `handler` as a client at `version` would: the request is encoded
+ * and decoded at that version first (so fields the version lacks come in
+ * at their defaults), and the answer is encoded and decoded back, so that
+ * an answer the version cannot carry fails the test.
+ */
+export async function callAt<Req, Res>(
+  handler: ApiHandler<Req, Res>,
+  version: number,
+  req: Req,
+  services: BrokerServices,
+  ctx: Partial<RequestContext> = {},
+): Promise<Res> {
+  const sent = decode<Req>(handler.request, version, encode(handler.request, version, req));
+  if (!sent.ok) throw new Error(sent.error);
+  const res = await handler.handle(sent.value, { ...ctxFor(services, version), ...ctx });
+  if (res === NO_RESPONSE) throw new Error(`${handler.name} gave no response`);
+  const back = decode<Res>(handler.response, version, encode(handler.response, version, res));
+  if (!back.ok) throw new Error(back.error);
+  return back.value;
 }

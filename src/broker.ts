@@ -11,10 +11,12 @@ import { BrokerConfigs, followTopicLogConfigs, topicLogConfigs, type StaticBroke
 import { LocalMetadataStore } from '../cluster/local-metadata-store.js';
 import type { Endpoint, MetadataStore } from '../cluster/metadata-image.js';
 import { ReplicaManager } from '../cluster/replica-manager.js';
+import { GroupCoordinator } from '../cluster/group-coordinator.js';
+import { replicaOffsetsStore } from '../cluster/group-store.js';
 import { LogManager, type LogManagerOptions } from '../storage/log-manager.js';
 import { loadOrCreateIdentity, lockDataDir, type DirIdentity } from '../storage/data-dir.js';
 import { HANDLERS, advertisedVersions, handlerTable } from '../api/registry.js';
-import type { BrokerServices } from '../api/handler.js';
+import { groupCoordinatorConfig, type BrokerServices, type BrokerSettings } from '../api/handler.js';
 import { Connection, type Dispatch } from './connection.js';
 import { CONFIG_DEFS, type BrokerConfig, type ListenerSpec } from './config.js';
 
@@ -40,6 +42,7 @@ export class Broker {
     private readonly store: MetadataStore,
     private readonly logs: LogManager,
     private readonly replicas: ReplicaManager,
+    private readonly groups: GroupCoordinator,
     private readonly unlock: () => void,
   ) {}
 
@@ -105,11 +108,15 @@ export class Broker {
     followTopicLogConfigs(store, logs, staticConfig, config.nodeId);
     const replicas = new ReplicaManager(config.nodeId, store, logs, log).start();
     logs.start();
-    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, unlock);
+    const settings: BrokerSettings = { ...config, staticConfig };
+    // After the replica manager: the coordinator loads its groups from the partition logs it opened.
+    const groups = new GroupCoordinator(config.nodeId, store, replicaOffsetsStore(replicas), log, { config: groupCoordinatorConfig(settings) }).start();
+    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, unlock);
     const services: BrokerServices = {
-      settings: { ...config, staticConfig },
+      settings,
       metadata: store,
       replicas,
+      groups,
       log,
       apiVersions: advertisedVersions(HANDLERS),
     };
@@ -151,8 +158,10 @@ export class Broker {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       const closed = Promise.all(this.bound.map((b) => new Promise<void>((res) => b.server.close(() => res()))));
-      // Long-polling fetches answer now instead of holding the drain up to their max_wait_ms.
+      // Long-polling fetches answer now instead of holding the drain up to their max_wait_ms,
+      // and so do parked JoinGroup and SyncGroup requests (NOT_COORDINATOR), whose timers stop.
       this.replicas.releaseFetchWaiters();
+      this.groups.shutdown();
       const finish = Promise.all([...this.connections].map((c) => c.finishInFlight()));
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<'timeout'>((res) => {

@@ -43,6 +43,13 @@ export const CONFIG_DEFS = {
   'transaction.state.log.replication.factor': { kind: 'int', default: '3', doc: 'Replication factor of __transaction_state, capped by the brokers alive when it is made.', min: 1, max: 32767 },
   'transaction.state.log.min.isr': { kind: 'int', default: '2', doc: 'min.insync.replicas of __transaction_state.', min: 1 },
   'transaction.state.log.segment.bytes': { kind: 'int', default: '104857600', doc: 'segment.bytes of __transaction_state.', min: 1 },
+  'group.initial.rebalance.delay.ms': { kind: 'int', default: '3000', doc: 'How long a new group waits for more members before its first rebalance completes.' },
+  'group.min.session.timeout.ms': { kind: 'int', default: '6000', doc: 'Smallest session timeout a JoinGroup may ask for.' },
+  'group.max.session.timeout.ms': { kind: 'int', default: '1800000', doc: 'Largest session timeout a JoinGroup may ask for.' },
+  'group.max.size': { kind: 'int', default: '2147483647', doc: 'Most members one classic group takes; more get GROUP_MAX_SIZE_REACHED.', min: 1 },
+  'offsets.retention.minutes': { kind: 'int', default: '10080', doc: 'Committed offsets of a group expire this long after it became empty (or after the commit, for groups that only commit).', min: 1 },
+  'offsets.retention.check.interval.ms': { kind: 'long', default: '600000', doc: 'How often expired offsets are looked for.', min: 1 },
+  'offset.metadata.max.bytes': { kind: 'int', default: '4096', doc: 'Longest metadata an offset commit may carry.' },
 } as const satisfies Record<string, Def>;
 
 export type ConfigKey = keyof typeof CONFIG_DEFS;
@@ -80,6 +87,13 @@ export interface BrokerConfig {
   readonly transactionStateLogReplicationFactor: number;
   readonly transactionStateLogMinIsr: number;
   readonly transactionStateLogSegmentBytes: number;
+  readonly groupInitialRebalanceDelayMs: number;
+  readonly groupMinSessionTimeoutMs: number;
+  readonly groupMaxSessionTimeoutMs: number;
+  readonly groupMaxSize: number;
+  readonly offsetsRetentionMinutes: number;
+  readonly offsetsRetentionCheckIntervalMs: number;
+  readonly offsetMetadataMaxBytes: number;
 }
 
 export type ConfigSource = { origin: string; values: Iterable<[string, string]> };
@@ -207,5 +221,12 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     transactionStateLogReplicationFactor: int('transaction.state.log.replication.factor'),
     transactionStateLogMinIsr: int('transaction.state.log.min.isr'),
     transactionStateLogSegmentBytes: int('transaction.state.log.segment.bytes'),
+    groupInitialRebalanceDelayMs: int('group.initial.rebalance.delay.ms'),
+    groupMinSessionTimeoutMs: int('group.min.session.timeout.ms'),
+    groupMaxSessionTimeoutMs: int('group.max.session.timeout.ms'),
+    groupMaxSize: int('group.max.size'),
+    offsetsRetentionMinutes: int('offsets.retention.minutes'),
+    offsetsRetentionCheckIntervalMs: int('offsets.retention.check.interval.ms'),
+    offsetMetadataMaxBytes: int('offset.metadata.max.bytes'),
   };
 }

@@ -1,0 +1,30 @@
+/**
+ * DeleteGroups (key 42), versions 0-2.
+ * v1 changes nothing on the wire; v2 is flexible.
+ *
+ * Only an empty group is deleted (else NON_EMPTY_GROUP), with its committed
+ * offsets; one this broker does not know is GROUP_ID_NOT_FOUND.
+ */
+import { DeleteGroupsRequest } from '../wire/messages/delete-groups-request.js';
+import { DeleteGroupsResponse } from '../wire/messages/delete-groups-response.js';
+import { defineHandler } from './handler.js';
+
+export const deleteGroups = defineHandler<DeleteGroupsRequest, DeleteGroupsResponse>({
+  apiKey: 42,
+  name: 'DeleteGroups',
+  request: DeleteGroupsRequest,
+  response: DeleteGroupsResponse,
+  minVersion: 0,
+  maxVersion: 2,
+  handle(req, ctx) {
+    const seen = new Set<string>();
+    const results = [];
+    for (const groupId of req.groupsNames) {
+      if (seen.has(groupId)) continue;
+      seen.add(groupId);
+      results.push({ groupId, errorCode: ctx.services.groups.deleteGroup(groupId) });
+    }
+    return { throttleTimeMs: 0, results };
+  },
+  errorResponse: (req, errorCode) => ({ throttleTimeMs: 0, results: req.groupsNames.map((groupId) => ({ groupId, errorCode })) }),
+});

@@ -1,0 +1,36 @@
+/**
+ * DescribeGroups (key 15), versions 0-5.
+ * v1 adds the throttle time; v3 include_authorized_operations and each
+ * group's authorized operations; v4 each member's group_instance_id; v5 is
+ * flexible.
+ *
+ * A stable group is described with its protocol and each member's metadata
+ * for it; a group in any other state without them (assignments always). A
+ * group this broker does not know is "Dead", without error, as in Kafka.
+ * Without an authorizer every group allows READ, DELETE and DESCRIBE.
+ */
+import { DescribeGroupsRequest } from '../wire/messages/describe-groups-request.js';
+import { DescribeGroupsResponse, type DescribedGroup } from '../wire/messages/describe-groups-response.js';
+import { defineHandler } from './handler.js';
+
+/** Bits of READ (3), DELETE (6) and DESCRIBE (8): what Kafka reports for a group without an authorizer. */
+export const GROUP_OPERATIONS = [3, 6, 8].reduce((m, op) => m | (1 << op), 0);
+const OPERATIONS_NOT_REQUESTED = -2147483648;
+
+export const describeGroups = defineHandler<DescribeGroupsRequest, DescribeGroupsResponse>({
+  apiKey: 15,
+  name: 'DescribeGroups',
+  request: DescribeGroupsRequest,
+  response: DescribeGroupsResponse,
+  minVersion: 0,
+  maxVersion: 5,
+  handle(req, ctx) {
+    const operations = ctx.apiVersion >= 3 && req.includeAuthorizedOperations ? GROUP_OPERATIONS : OPERATIONS_NOT_REQUESTED;
+    const groups: DescribedGroup[] = req.groups.map((id) => ({ ...ctx.services.groups.describeGroup(id), authorizedOperations: operations }));
+    return { throttleTimeMs: 0, groups };
+  },
+  errorResponse: (req, errorCode) => ({
+    throttleTimeMs: 0,
+    groups: req.groups.map((groupId) => ({ errorCode, groupId, groupState: '', protocolType: '', protocolData: '', members: [], authorizedOperations: OPERATIONS_NOT_REQUESTED })),
+  }),
+});

@@ -1,0 +1,47 @@
+/**
+ * The group coordinator's partitions of __consumer_offsets, reached through
+ * the replica manager like any partition: appends as their leader with
+ * acks=all, reads from the log start to the log end for loading.
+ */
+import { BATCH_LENGTH, LAST_OFFSET_DELTA, LOG_OVERHEAD } from '../wire/record-batch.js';
+import { GROUP_METADATA_TOPIC } from './group-partition.js';
+import type { OffsetsTopicStore } from './group-coordinator.js';
+import type { ReplicaManager } from './replica-manager.js';
+
+/** How much of a partition one read brings in while loading. */
+const LOAD_CHUNK_BYTES = 5 * 1024 * 1024;
+
+export function replicaOffsetsStore(replicas: ReplicaManager): OffsetsTopicStore {
+  return {
+    append(partition, batch) {
+      return replicas.appendRecords(GROUP_METADATA_TOPIC, partition, batch, -1).errorCode;
+    },
+    *read(partition) {
+      const log = replicas.logFor(GROUP_METADATA_TOPIC, partition);
+      if (!log) return;
+      const end = log.logEndOffset;
+      let offset = log.logStartOffset;
+      while (offset < end) {
+        const chunk = log.readBuffer(offset, LOAD_CHUNK_BYTES, { maxOffset: end });
+        if (!chunk || chunk.length === 0) return;
+        const next = nextOffsetAfter(chunk);
+        if (next === null || next <= offset) return;
+        yield chunk;
+        offset = next;
+      }
+    },
+  };
+}
+
+/** The offset after the last whole batch in `chunk`, or null when it holds none. */
+function nextOffsetAfter(chunk: Buffer): bigint | null {
+  let at = 0;
+  let next: bigint | null = null;
+  while (at + LOG_OVERHEAD <= chunk.length) {
+    const size = LOG_OVERHEAD + chunk.readInt32BE(at + BATCH_LENGTH);
+    if (size <= LOG_OVERHEAD || at + size > chunk.length) break;
+    next = chunk.readBigInt64BE(at) + BigInt(chunk.readInt32BE(at + LAST_OFFSET_DELTA)) + 1n;
+    at += size;
+  }
+  return next;
+}
