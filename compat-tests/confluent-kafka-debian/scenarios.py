@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, New
 # folder and PYTHONPATH off sys.path, so the path is found from this file.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
+import group  # noqa: E402
 import roundtrip  # noqa: E402
 import scenario_main  # noqa: E402
 from scenario_main import check_cluster  # noqa: E402
@@ -591,7 +592,172 @@ def scenario_admin(bootstrap):
     return problems
 
 
-SCENARIOS = {"metadata": scenario_metadata, "roundtrip": scenario_roundtrip, "admin": scenario_admin}
+class GroupRun:
+    """The group scenario (see lib/group.py) with confluent-kafka consumers in one thread,
+    polled in turn; librdkafka runs the group protocol in its own threads, and the
+    rebalance callbacks (on_assign, on_revoke, on_lost) run inside a member's poll. The
+    assignor is librdkafka's default, range then roundrobin (both eager)."""
+
+    def __init__(self, bootstrap):
+        self.bootstrap = bootstrap
+        stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
+        self.topic = f"compat-group-confluent-{stamp}"
+        self.group_id = f"compat-group-confluent-{stamp}"
+        self.check = group.GroupCheck()
+        self.members = {}  # name -> Consumer, in the order started
+        self.logs = {}  # name -> DebugLines
+        self.producer = None
+
+    def create_topic(self):
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "client.id": "compat-confluent-kafka",
+                             "socket.timeout.ms": int(CALL_TIMEOUT_S * 1000)})
+        futures = admin.create_topics([NewTopic(self.topic, num_partitions=group.PARTITIONS, replication_factor=1)],
+                                      operation_timeout=5, request_timeout=CALL_TIMEOUT_S)
+        wait_result(futures[self.topic])
+        self.check.log(f"topic {self.topic} with {group.PARTITIONS} partitions; group {self.group_id}")
+
+    def produce(self, start, end):
+        """Keyed messages, partitioned by librdkafka's default (consistent_random, a hash of the key)."""
+        if self.producer is None:
+            self.producer = Producer({"bootstrap.servers": self.bootstrap, "client.id": "compat-confluent-kafka",
+                                      "enable.idempotence": False, "acks": "all", "linger.ms": 5,
+                                      "message.timeout.ms": int(CALL_TIMEOUT_S * 1000)})
+        failures = []
+
+        def delivered(err, msg, i):
+            if err is not None:
+                failures.append(f"message {i}: {err}")
+            else:
+                self.check.produce(i, msg.partition(), msg.offset())
+
+        for i in range(start, end):
+            self.producer.produce(self.topic, key=group.message_key(i), value=group.message_value(i),
+                                  on_delivery=lambda err, msg, i=i: delivered(err, msg, i))
+        left = self.producer.flush(CALL_TIMEOUT_S)
+        if failures or left:
+            raise group.Failure(f"produce {start}..{end - 1}: {left} undelivered; {failures[:3]}")
+        self.check.log(f"produced messages {start}..{end - 1}")
+
+    def start(self, name):
+        log = DebugLines(f"group-{name}")
+        self.logs[name] = log
+        consumer = Consumer({
+            **client_config(self.bootstrap, log, "protocol"),
+            "group.id": self.group_id,
+            "session.timeout.ms": group.SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": group.HEARTBEAT_INTERVAL_MS,
+            "max.poll.interval.ms": group.REBALANCE_TIMEOUT_MS,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 100,
+        })
+        check = self.check
+
+        def assigned(_, partitions):
+            check.assign(name, [tp.partition for tp in partitions if tp.topic == self.topic])
+
+        def revoked(_, partitions):
+            check.assign(name, [], f"revoked {[tp.partition for tp in partitions]}; holds")
+
+        def lost(_, partitions):
+            check.assign(name, [], f"lost {[tp.partition for tp in partitions]}; holds")
+
+        consumer.subscribe([self.topic], on_assign=assigned, on_revoke=revoked, on_lost=lost)
+        self.members[name] = consumer
+
+    def poll(self):
+        """One turn: each member polls briefly and synchronously commits what it read."""
+        for name, consumer in list(self.members.items()):
+            last = {}
+            for msg in consumer.consume(num_messages=500, timeout=0.05):
+                if msg.error() is not None:
+                    self.check.problem(f"{name} consume: {msg.error()}")
+                    continue
+                self.check.consume(name, msg.partition(), msg.offset(), msg.key(), msg.value())
+                last[msg.partition()] = msg.offset()
+            if last:
+                try:
+                    consumer.commit(offsets=[TopicPartition(self.topic, p, o + 1) for p, o in last.items()],
+                                    asynchronous=False)
+                except KafkaException as err:
+                    self.check.problem(f"{name} commit {last}: {err}")
+
+    def wait(self, what, timeout_s, cond, members):
+        group.wait_for(self.check, what, timeout_s, cond, lambda: self.check.describe(members), self.poll)
+
+    def consume_step(self, step, start, end, members):
+        group.wait_for(self.check, f"{step}: reading messages {start}..{end - 1}", group.CONSUME_TIMEOUT_S,
+                       lambda: self.check.count_read(start, end) == end - start,
+                       lambda: f"{self.check.count_read(start, end)} read; {self.check.describe(members)}", self.poll)
+        self.check.expect_step(step, start, end, members)
+
+    def leave(self, name):
+        # Everything read was committed in poll(); close() revokes (on_revoke) and sends LeaveGroup.
+        self.members.pop(name).close()
+        self.check.assign(name, [], "left the group; holds")
+
+    def run(self):
+        check = self.check
+        self.create_topic()
+        self.start("A")
+        self.start("B")
+        self.wait("A and B holding all partitions between them", group.JOIN_TIMEOUT_S,
+                  lambda: check.split(["A", "B"]), ["A", "B"])
+        self.produce(0, group.FIRST)
+        self.consume_step("A and B", 0, group.FIRST, ["A", "B"])
+        check.expect_spread()
+
+        left_at = time.monotonic()
+        self.leave("B")
+        self.wait("A holding all partitions after B left", group.SESSION_TIMEOUT_MS / 1000,
+                  lambda: len(check.holds("A")) == group.PARTITIONS, ["A"])
+        check.log(f"A holds all {group.PARTITIONS} partitions {(time.monotonic() - left_at) * 1000:.0f} ms "
+                  "after B started leaving")
+        self.produce(group.FIRST, group.FIRST + group.SECOND)
+        self.consume_step("A alone", group.FIRST, group.FIRST + group.SECOND, ["A"])
+
+        self.leave("A")
+        end = group.FIRST + group.SECOND + group.THIRD
+        self.produce(group.FIRST + group.SECOND, end)
+        self.start("C")
+        self.consume_step("C after the commits", group.FIRST + group.SECOND, end, ["C"])
+        # A partition C wrongly read from its start would show up as old messages by now.
+        settle_until = time.monotonic() + 1.0
+        while time.monotonic() < settle_until:
+            self.poll()
+        check.expect_step("whole run", 0, end, ["A", "B", "C"])
+        if len(check.holds("C")) != group.PARTITIONS:
+            raise group.Failure(f"{check.describe(['C'])}, expected all {group.PARTITIONS} partitions")
+
+    def close(self):
+        for name, consumer in self.members.items():
+            try:
+                consumer.close()
+            except Exception as err:
+                print(f"  cleanup: closing {name}: {type(err).__name__}: {err}")
+        if self.producer is not None:
+            self.producer.flush(1)
+        for name, log in self.logs.items():
+            print(f"  {name} requests: {log.requests()}")
+
+
+def scenario_group(bootstrap):
+    run = GroupRun(bootstrap)
+    try:
+        run.run()
+        return []
+    except group.Failure as err:
+        return [str(err)]
+    except KafkaException as err:
+        return [f"{err.args[0] if err.args else err}"]
+    except Exception as err:  # a library error or timeout is a failure, not a crash
+        return [f"{type(err).__name__}: {err}"]
+    finally:
+        run.close()
+
+
+SCENARIOS = {"metadata": scenario_metadata, "roundtrip": scenario_roundtrip, "admin": scenario_admin,
+             "group": scenario_group}
 
 
 if __name__ == "__main__":

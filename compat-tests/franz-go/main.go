@@ -23,10 +23,11 @@ const (
 	scenarioBudget = 15 * time.Second
 )
 
-// budgets gives scenarios that move more data a longer bound than scenarioBudget; all stay
-// under run's outer 30 s limit.
+// budgets gives scenarios that move more data, or wait on a group's rebalances, a longer bound
+// than scenarioBudget; all stay under run's outer limit for them.
 var budgets = map[string]time.Duration{
 	"roundtrip": 25 * time.Second,
+	"group":     45 * time.Second,
 }
 
 // scenario runs one check, printing what it sees; a non-nil error means fail.
@@ -34,6 +35,7 @@ type scenario func(ctx context.Context, bootstrap string) error
 
 // scenarios is where new scenarios (produce, consume, groups, transactions) register.
 var scenarios = map[string]scenario{
+	"group":     groupScenario,
 	"metadata":  metadataScenario,
 	"roundtrip": roundtripScenario,
 }

@@ -15,10 +15,11 @@ import collections
 import logging
 import os
 import sys
+import threading
 import time
 
 import kafka
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 from kafka.errors import (InvalidConfigurationError, InvalidPartitionsError, InvalidReplicationFactorError, NoError,
                           TopicAlreadyExistsError, UnknownTopicOrPartitionError, for_code)
@@ -27,6 +28,7 @@ from kafka.errors import (InvalidConfigurationError, InvalidPartitionsError, Inv
 # folder and PYTHONPATH off sys.path, so the path is found from this file.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
+import group  # noqa: E402
 import roundtrip  # noqa: E402
 import scenario_main  # noqa: E402
 from scenario_main import NOT_EXPOSED, check_cluster  # noqa: E402
@@ -547,7 +549,187 @@ def scenario_admin(bootstrap):
     return problems
 
 
-SCENARIOS = {"metadata": scenario_metadata, "roundtrip": scenario_roundtrip, "admin": scenario_admin}
+# group: consumers must ask for a longer request timeout than their session timeout.
+GROUP_REQUEST_TIMEOUT_MS = 15_000
+# How long a member's thread may take to close its consumer.
+GROUP_CLOSE_TIMEOUT_S = 8.0
+
+
+class GroupMember(threading.Thread):
+    """One consumer in its own thread: kafka-python rejoins a group inside poll() and
+    (2.0.2) waits there until the join completes, so two members polled from one thread
+    would hold up each other's rebalances. It polls, records what it reads, and commits
+    it (commit(), synchronously) after every poll until told to leave; then it closes,
+    which sends LeaveGroup. The assignors are kafka-python's defaults (eager)."""
+
+    def __init__(self, name, run):
+        super().__init__(name=f"member-{name}", daemon=True)
+        self.member, self.run_ = name, run
+        self.leaving = threading.Event()
+        self.closed = threading.Event()
+        check, topic = run.check, run.topic
+
+        class Listener(ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked):
+                check.assign(name, [], f"revoked {sorted(tp.partition for tp in revoked)}; holds")
+
+            def on_partitions_assigned(self, assigned):
+                check.assign(name, [tp.partition for tp in assigned if tp.topic == topic])
+
+        config = admin_config(run.bootstrap, KafkaConsumer.DEFAULT_CONFIG)
+        config.update(group_id=run.group_id, session_timeout_ms=group.SESSION_TIMEOUT_MS,
+                      heartbeat_interval_ms=group.HEARTBEAT_INTERVAL_MS,
+                      max_poll_interval_ms=group.REBALANCE_TIMEOUT_MS, request_timeout_ms=GROUP_REQUEST_TIMEOUT_MS,
+                      enable_auto_commit=False, auto_offset_reset="earliest", fetch_max_wait_ms=100)
+        self.consumer = KafkaConsumer(**config)
+        # Knowing the topic's partitions before joining spares the group a second rebalance:
+        # a leader without them assigns nothing, then rejoins once metadata arrives. In that
+        # second round kafka-python 3.0.12 sometimes never finishes the leader's SyncGroup.
+        if not self.consumer.partitions_for_topic(topic):
+            raise group.Failure(f"{name}: partitions_for_topic({topic}) found no partitions")
+        self.consumer.subscribe(topics=[topic], listener=Listener())
+
+    def run(self):
+        check = self.run_.check
+        try:
+            while not self.leaving.is_set():
+                polled = self.consumer.poll(timeout_ms=100, max_records=500)
+                for tp, records in polled.items():
+                    for r in records:
+                        check.consume(self.member, tp.partition, r.offset, r.key, r.value)
+                if polled:
+                    self.consumer.commit()
+        except Exception as err:  # a library error is a failure of the scenario
+            check.problem(f"{self.member}: {type(err).__name__}: {err}")
+        finally:
+            # It reads nothing more: what it held is free once LeaveGroup reaches the broker.
+            check.assign(self.member, [], "leaves the group; holds")
+            try:
+                self.consumer.close()
+            except Exception as err:
+                check.problem(f"{self.member} close: {type(err).__name__}: {err}")
+            self.closed.set()
+
+    def leave(self):
+        self.leaving.set()
+        if not self.closed.wait(GROUP_CLOSE_TIMEOUT_S):
+            raise group.Failure(f"{self.member} did not close within {GROUP_CLOSE_TIMEOUT_S:.0f} s")
+
+
+class GroupRun:
+    """The group scenario (see lib/group.py) with kafka-python consumers."""
+
+    def __init__(self, bootstrap):
+        self.bootstrap = bootstrap
+        stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
+        self.topic = f"compat-group-kafka-python-{stamp}"
+        self.group_id = f"compat-group-kafka-python-{stamp}"
+        self.check = group.GroupCheck()
+        self.members = {}
+        self.producer = None
+
+    def create_topic(self):
+        admin = KafkaAdminClient(**admin_config(self.bootstrap))
+        try:
+            result = admin.create_topics([NewTopic(self.topic, group.PARTITIONS, 1)], timeout_ms=5000)
+            # 2.0.2 hands back the response, 3.x raises; either way a non-zero code is an error.
+            for item in getattr(result, "topic_errors", None) or getattr(result, "topic_error_codes", None) or []:
+                if item[1]:
+                    raise group.Failure(f"create_topics {self.topic}: {for_code(item[1]).__name__} {item[2:]}")
+        finally:
+            admin.close()
+        self.check.log(f"topic {self.topic} with {group.PARTITIONS} partitions; group {self.group_id}")
+
+    def produce(self, start, end):
+        """Keyed messages, partitioned by kafka-python's default (murmur2 of the key, as Java's)."""
+        if self.producer is None:
+            config = admin_config(self.bootstrap, KafkaProducer.DEFAULT_CONFIG)
+            config.update(acks="all", linger_ms=5, max_block_ms=int(SEND_TIMEOUT_S * 1000), retries=2)
+            if "enable_idempotence" in KafkaProducer.DEFAULT_CONFIG:
+                config["enable_idempotence"] = False
+            self.producer = KafkaProducer(**config)
+        futures = [(i, self.producer.send(self.topic, key=group.message_key(i), value=group.message_value(i)))
+                   for i in range(start, end)]
+        self.producer.flush(timeout=SEND_TIMEOUT_S)
+        for i, future in futures:
+            try:
+                meta = future.get(timeout=0.1)
+            except Exception as err:
+                raise group.Failure(f"produce message {i}: {type(err).__name__}: {err}") from None
+            self.check.produce(i, meta.partition, meta.offset)
+        self.check.log(f"produced messages {start}..{end - 1}")
+
+    def start(self, name):
+        member = GroupMember(name, self)
+        self.members[name] = member
+        member.start()
+
+    def leave(self, name):
+        self.members.pop(name).leave()
+
+    def consume_step(self, step, start, end, members):
+        group.wait_for(self.check, f"{step}: reading messages {start}..{end - 1}", group.CONSUME_TIMEOUT_S,
+                       lambda: self.check.count_read(start, end) == end - start,
+                       lambda: f"{self.check.count_read(start, end)} read; {self.check.describe(members)}")
+        self.check.expect_step(step, start, end, members)
+
+    def run(self):
+        check = self.check
+        self.create_topic()
+        self.start("A")
+        self.start("B")
+        group.wait_for(check, "A and B holding all partitions between them", group.JOIN_TIMEOUT_S,
+                       lambda: check.split(["A", "B"]), lambda: check.describe(["A", "B"]))
+        self.produce(0, group.FIRST)
+        self.consume_step("A and B", 0, group.FIRST, ["A", "B"])
+        check.expect_spread()
+
+        left_at = time.monotonic()
+        self.leave("B")
+        group.wait_for(check, "A holding all partitions after B left", group.SESSION_TIMEOUT_MS / 1000,
+                       lambda: len(check.holds("A")) == group.PARTITIONS, lambda: check.describe(["A"]))
+        check.log(f"A holds all {group.PARTITIONS} partitions {(time.monotonic() - left_at) * 1000:.0f} ms "
+                  "after B started leaving")
+        self.produce(group.FIRST, group.FIRST + group.SECOND)
+        self.consume_step("A alone", group.FIRST, group.FIRST + group.SECOND, ["A"])
+
+        self.leave("A")
+        end = group.FIRST + group.SECOND + group.THIRD
+        self.produce(group.FIRST + group.SECOND, end)
+        self.start("C")
+        self.consume_step("C after the commits", group.FIRST + group.SECOND, end, ["C"])
+        # A partition C wrongly read from its start would show up as old messages by now.
+        time.sleep(1.0)
+        check.expect_step("whole run", 0, end, ["A", "B", "C"])
+        if len(check.holds("C")) != group.PARTITIONS:
+            raise group.Failure(f"{check.describe(['C'])}, expected all {group.PARTITIONS} partitions")
+
+    def close(self):
+        for name, member in list(self.members.items()):
+            member.leaving.set()
+            if not member.closed.wait(GROUP_CLOSE_TIMEOUT_S):
+                print(f"  cleanup: {name} did not close within {GROUP_CLOSE_TIMEOUT_S:.0f} s")
+        if self.producer is not None:
+            self.producer.close(timeout=2)
+
+
+def scenario_group(bootstrap):
+    sent = SentRequests()
+    run = GroupRun(bootstrap)
+    try:
+        run.run()
+        return []
+    except group.Failure as err:
+        return [str(err)]
+    except Exception as err:  # a library error or timeout is a failure, not a crash
+        return [f"{type(err).__name__}: {err}"]
+    finally:
+        run.close()
+        print(f"  requests (all clients): {sent.take()}")
+
+
+SCENARIOS = {"metadata": scenario_metadata, "roundtrip": scenario_roundtrip, "admin": scenario_admin,
+             "group": scenario_group}
 
 
 class FirstFew(logging.Filter):

@@ -1,18 +1,20 @@
 // Scenarios for kafkajs 2.2.4, run by ./run as: node client.mjs <scenario> <host:port>
 import { createRequire } from 'node:module';
 import kafkajs from 'kafkajs';
+import * as G from '../lib/group.mjs';
 import { checkAcknowledged, checkRecords, makeMessages, timestampProbe } from '../lib/roundtrip.mjs';
 import { ScenarioFailure, checkCluster, expect, runScenarios } from '../lib/scenario.mjs';
 
 const require = createRequire(import.meta.url);
 // kafkajs is CommonJS; Node's ESM loader does not see ConfigResourceTypes as a named export.
-const { CompressionTypes, ConfigResourceTypes, Kafka, logLevel } = kafkajs;
+const { CompressionTypes, ConfigResourceTypes, Kafka, Partitioners, logLevel } = kafkajs;
 
 // One short line per error instead of kafkajs's JSON records with stack traces.
 function compactErrorLog() {
   return ({ namespace, log }) => {
     const where = log.broker ? ` (broker ${log.broker})` : '';
-    console.error(`  kafkajs [${namespace}] ${log.message}${where}`);
+    const error = log.error ? `: ${log.error}` : '';
+    console.error(`  kafkajs [${namespace}] ${log.message}${where}${error}`);
   };
 }
 
@@ -450,6 +452,123 @@ scenarios.admin = async function admin(bootstrap) {
     if (created.length) await admin.deleteTopics({ topics: created, timeout: 5_000 }).catch((err) => console.log(`cleanup: deleteTopics: ${err.message}`));
     console.log(`${Date.now() - started} ms; admin requests: ${requests.text()}`);
     await admin.disconnect().catch(() => {});
+  }
+};
+
+// group: the plan in lib/group.mjs with kafkajs consumers (eager RoundRobinAssigner, the
+// only one kafkajs has). A consumer's holdings are what its last GROUP_JOIN event assigned,
+// emptied by its REBALANCING event (sent before it rejoins) and when it is disconnected.
+scenarios.group = async function group(bootstrap) {
+  const stamp = `${Date.now()}-${process.pid}`;
+  const topic = `compat-group-kafkajs-${stamp}`;
+  const groupId = `compat-group-kafkajs-${stamp}`;
+  const kafka = makeKafka(bootstrap);
+  const check = new G.GroupCheck();
+  const requests = requestCounter();
+  const consumers = new Map();
+  let pendingCommits = 0;
+  const admin = kafka.admin();
+  const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: false });
+  // The producer's own key partitioner (murmur2, as Java's), run here so that each
+  // message's acknowledged offset is known.
+  const partitionOf = Partitioners.DefaultPartitioner();
+  const partitionMetadata = Array.from({ length: G.PARTITIONS }, (_, partitionId) => ({ partitionId, leader: 0 }));
+
+  const produce = async (from, to) => {
+    const messages = [];
+    for (let i = from; i < to; i++) {
+      const partition = partitionOf({ topic, partitionMetadata, message: { key: G.messageKey(i) } });
+      messages.push({ i, partition, key: G.messageKey(i), value: G.messageValue(i) });
+    }
+    const acks = await producer.send({ topic, acks: -1, messages: messages.map(({ partition, key, value }) => ({ partition, key, value })) });
+    for (const { partition, errorCode, baseOffset } of acks) {
+      expect(errorCode === 0, `produce to partition ${partition}: error code ${errorCode}`);
+      messages.filter((m) => m.partition === partition).forEach((m, n) => check.produce(m.i, partition, Number(baseOffset) + n));
+    }
+    const missing = messages.filter((m) => !check.produced.has(m.i));
+    expect(missing.length === 0, `produce: no acknowledgement for partition ${missing[0]?.partition}`);
+    check.log(`produced messages ${from}..${to - 1}`);
+  };
+
+  const start = async (name) => {
+    const consumer = kafka.consumer({
+      groupId,
+      sessionTimeout: G.SESSION_TIMEOUT_MS,
+      rebalanceTimeout: G.REBALANCE_TIMEOUT_MS,
+      heartbeatInterval: G.HEARTBEAT_INTERVAL_MS,
+      maxWaitTimeInMs: 200,
+      allowAutoTopicCreation: false,
+    });
+    consumers.set(name, consumer);
+    consumer.on(consumer.events.REQUEST, requests.listener);
+    consumer.on(consumer.events.GROUP_JOIN, ({ payload }) =>
+      check.assign(name, payload.memberAssignment[topic] ?? [], `joined generation as ${payload.isLeader ? 'leader' : 'follower'}, assigned`),
+    );
+    consumer.on(consumer.events.REBALANCING, () => check.assign(name, [], 'rejoins; holds'));
+    consumer.on(consumer.events.CRASH, ({ payload }) => check.problem(`${name} crashed: ${payload.error?.message ?? payload.error}`));
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        if (batch.messages.length === 0) return;
+        for (const m of batch.messages) check.consume(name, { partition: batch.partition, offset: m.offset, key: m.key, value: m.value });
+        pendingCommits++;
+        try {
+          await consumer.commitOffsets([{ topic, partition: batch.partition, offset: String(Number(batch.lastOffset()) + 1) }]);
+        } catch (err) {
+          check.problem(`${name} commitOffsets for partition ${batch.partition}: ${err.message}`);
+        } finally {
+          pendingCommits--;
+        }
+      },
+    });
+  };
+  const leave = async (name) => {
+    await G.waitFor(check, `${name}'s commits finishing`, G.CONSUME_TIMEOUT_MS, () => pendingCommits === 0);
+    check.assign(name, [], 'leaves the group; holds');
+    await consumers.get(name).disconnect();
+    consumers.delete(name);
+  };
+  const consumeStep = async (step, from, to, members) => {
+    await G.waitFor(check, `${step}: reading messages ${from}..${to - 1}`, G.CONSUME_TIMEOUT_MS, () => check.countRead(from, to) === to - from,
+      () => `${check.countRead(from, to)} read; ${check.describe(members)}`);
+    return check.expectStep(step, from, to, members);
+  };
+
+  try {
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic, numPartitions: G.PARTITIONS, replicationFactor: 1 }], waitForLeaders: true, timeout: 5_000 });
+    await producer.connect();
+    check.log(`topic ${topic} with ${G.PARTITIONS} partitions; group ${groupId}`);
+
+    await Promise.all([start('A'), start('B')]);
+    await G.waitFor(check, 'A and B holding all partitions between them', G.JOIN_TIMEOUT_MS, () => check.split(['A', 'B']), () => check.describe(['A', 'B']));
+    await produce(0, G.FIRST);
+    await consumeStep('A and B', 0, G.FIRST, ['A', 'B']);
+    check.expectSpread();
+
+    const leftAt = Date.now();
+    await leave('B');
+    await G.waitFor(check, 'A holding all partitions after B left', G.SESSION_TIMEOUT_MS, () => check.holds('A').size === G.PARTITIONS, () => check.describe(['A']));
+    check.log(`A holds all ${G.PARTITIONS} partitions ${Date.now() - leftAt} ms after B started leaving`);
+    await produce(G.FIRST, G.FIRST + G.SECOND);
+    await consumeStep('A alone', G.FIRST, G.FIRST + G.SECOND, ['A']);
+
+    await leave('A');
+    const end = G.FIRST + G.SECOND + G.THIRD;
+    await produce(G.FIRST + G.SECOND, end);
+    await start('C');
+    await consumeStep('C after the commits', G.FIRST + G.SECOND, end, ['C']);
+    // A partition C wrongly read from its start would show up as old messages by now.
+    await new Promise((r) => setTimeout(r, 1_000));
+    check.expectStep('whole run', 0, end, ['A', 'B', 'C']);
+    expect(check.holds('C').size === G.PARTITIONS, `C holds ${check.describe(['C'])}, expected all ${G.PARTITIONS} partitions`);
+  } finally {
+    for (const [name, consumer] of consumers) await G.closeQuietly(`consumer ${name}`, () => consumer.disconnect());
+    await G.closeQuietly('producer', () => producer.disconnect());
+    await G.closeQuietly('admin', () => admin.disconnect());
+    console.log(`  consumer requests: ${requests.text()}`);
   }
 };
 

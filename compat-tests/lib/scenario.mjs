@@ -3,6 +3,9 @@
 
 // Upper bound for one scenario, so a broker that never answers fails instead of hanging.
 export const SCENARIO_TIMEOUT_MS = 20_000;
+// Scenarios that wait on the broker's timers (rebalances, session timeouts) get longer,
+// still under the matrix's hard 60 s.
+export const SCENARIO_TIMEOUTS_MS = { group: 45_000 };
 
 export const EXIT_PASS = 0;
 export const EXIT_FAIL = 1;
@@ -42,7 +45,7 @@ function defaultFormatError(err) {
   return { summary, details };
 }
 
-async function runOne({ label, banner, scenarios, timeoutMs, formatError, argv }) {
+async function runOne({ label, banner, scenarios, timeoutMs: defaultTimeoutMs, formatError, argv }) {
   const [name, bootstrap] = argv;
   if (!name || !bootstrap) {
     console.error('usage: client.mjs <scenario> <host:port>');
@@ -53,6 +56,7 @@ async function runOne({ label, banner, scenarios, timeoutMs, formatError, argv }
     console.log(`${label}: scenario ${name} not implemented`);
     return EXIT_NOT_IMPLEMENTED;
   }
+  const timeoutMs = SCENARIO_TIMEOUTS_MS[name] ?? defaultTimeoutMs;
   let timer;
   const timeout = new Promise((_, reject) => {
     timer = setTimeout(() => reject(new ScenarioFailure(`timed out after ${timeoutMs} ms`)), timeoutMs);

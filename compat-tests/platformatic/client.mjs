@@ -7,8 +7,11 @@ import {
   IncrementalAlterConfigOperationTypes,
   Producer,
   connectionsApiChannel,
+  consumerGroupChannel,
+  defaultPartitioner,
   protocolAPIsById,
 } from '@platformatic/kafka';
+import * as G from '../lib/group.mjs';
 import { CODECS, checkAcknowledged, checkRecords, makeMessages, timestampProbe } from '../lib/roundtrip.mjs';
 import { ScenarioFailure, checkCluster, expect, runScenarios } from '../lib/scenario.mjs';
 
@@ -457,6 +460,139 @@ scenarios.admin = async function admin(bootstrap) {
     console.log(`${Date.now() - started} ms; requests: ${requests.take()}`);
     await admin.close().catch(() => {});
   }
+};
+
+// group: the plan in lib/group.mjs with platformatic consumers (classic protocol, its
+// roundrobin assigner), each reading one stream in 'committed' mode (earliest when nothing
+// is committed) and committing every message before taking the next. A consumer's
+// holdings are what its last consumer:group:join event assigned, emptied when it starts a
+// JoinGroup (the consumer:group channel) and when it is closed.
+//
+// After every join the stream reloads its positions (ListOffsets, OffsetFetch) without
+// waiting for a Fetch already in flight; records that Fetch returns in the meantime are
+// delivered and then read again from the reloaded, older position. So nothing is produced
+// until each member's stream has announced its positions ('offsets') since its last join.
+scenarios.group = async function group(bootstrap) {
+  const stamp = `${Date.now()}-${process.pid}`;
+  const topic = `compat-group-platformatic-${stamp}`;
+  const groupId = `compat-group-platformatic-${stamp}`;
+  const check = new G.GroupCheck();
+  const requests = requestCounter();
+  const consumers = new Map(); // name -> { consumer, reading }
+  const names = new Map(); // consumer -> name
+  const onGroupOperation = ({ client, operation }) => {
+    if (operation === 'joinGroup' && names.has(client)) check.assign(names.get(client), [], 'joins; holds');
+  };
+  consumerGroupChannel.start.subscribe(onGroupOperation);
+  const admin = makeAdmin(bootstrap);
+  const producer = new Producer({ ...clientOptions(bootstrap), autocreateTopics: false, idempotent: false });
+
+  const produce = async (from, to) => {
+    const messages = [];
+    for (let i = from; i < to; i++) {
+      // The producer's own default partitioner, run here so that each message's
+      // acknowledged offset is known.
+      const key = Buffer.from(G.messageKey(i));
+      messages.push({ i, topic, key, value: Buffer.from(G.messageValue(i)), partition: defaultPartitioner(null, key) % G.PARTITIONS });
+    }
+    const result = await producer.send({ acks: -1, messages: messages.map(({ i, ...m }) => m) });
+    for (const { partition, offset } of result.offsets ?? []) {
+      messages.filter((m) => m.partition === partition).forEach((m, n) => check.produce(m.i, partition, Number(offset) + n));
+    }
+    const missing = messages.filter((m) => !check.produced.has(m.i));
+    expect(missing.length === 0, `produce: no acknowledgement for partition ${missing[0]?.partition}`);
+    check.log(`produced messages ${from}..${to - 1}`);
+  };
+
+  const start = async (name) => {
+    const consumer = new Consumer({
+      ...clientOptions(bootstrap),
+      groupId,
+      sessionTimeout: G.SESSION_TIMEOUT_MS,
+      rebalanceTimeout: G.REBALANCE_TIMEOUT_MS,
+      heartbeatInterval: G.HEARTBEAT_INTERVAL_MS,
+      autocommit: false,
+      maxWaitTime: 200,
+    });
+    names.set(consumer, name);
+    const entry = { consumer, reading: null, commitsPending: 0, positioned: false };
+    consumers.set(name, entry);
+    consumer.on('consumer:group:join', ({ assignments, isLeader }) => {
+      entry.positioned = false;
+      check.assign(name, (assignments ?? []).filter((a) => a.topic === topic).flatMap((a) => a.partitions), `joined as ${isLeader ? 'leader' : 'follower'}, assigned`);
+    });
+    consumer.on('error', (err) => check.problem(`${name}: ${describeError(err).join(' ').trim()}`));
+    const stream = await consumer.consume({ topics: [topic], mode: 'committed', fallbackMode: 'earliest', autocommit: false, maxWaitTime: 200 });
+    stream.on('offsets', () => {
+      entry.positioned = true;
+    });
+    entry.reading = (async () => {
+      for await (const message of stream) {
+        check.consume(name, message);
+        entry.commitsPending++;
+        try {
+          await message.commit();
+        } catch (err) {
+          check.problem(`${name} commit of partition ${message.partition} offset ${message.offset}: ${describeError(err).join(' ').trim()}`);
+        } finally {
+          entry.commitsPending--;
+        }
+      }
+    })().catch((err) => check.problem(`${name} stream: ${describeError(err).join(' ').trim()}`));
+  };
+  const leave = async (name) => {
+    const entry = consumers.get(name);
+    await G.waitFor(check, `${name}'s commits finishing`, G.CONSUME_TIMEOUT_MS, () => entry.commitsPending === 0);
+    check.assign(name, [], 'leaves the group; holds');
+    names.delete(entry.consumer);
+    consumers.delete(name);
+    await entry.consumer.close(true);
+  };
+  const positioned = (names) => names.every((n) => consumers.get(n)?.positioned);
+  const consumeStep = async (step, from, to, members) => {
+    await G.waitFor(check, `${step}: reading messages ${from}..${to - 1}`, G.CONSUME_TIMEOUT_MS, () => check.countRead(from, to) === to - from,
+      () => `${check.countRead(from, to)} read; ${check.describe(members)}`);
+    return check.expectStep(step, from, to, members);
+  };
+
+  try {
+    await admin.createTopics({ topics: [topic], partitions: G.PARTITIONS, replicas: 1 });
+    check.log(`topic ${topic} with ${G.PARTITIONS} partitions; group ${groupId}`);
+
+    await Promise.all([start('A'), start('B')]);
+    await G.waitFor(check, 'A and B holding all partitions between them', G.JOIN_TIMEOUT_MS, () => check.split(['A', 'B']) && positioned(['A', 'B']),
+      () => `${check.describe(['A', 'B'])}; positions loaded: A ${positioned(['A'])}, B ${positioned(['B'])}`);
+    await produce(0, G.FIRST);
+    await consumeStep('A and B', 0, G.FIRST, ['A', 'B']);
+    check.expectSpread();
+
+    const leftAt = Date.now();
+    await leave('B');
+    await G.waitFor(check, 'A holding all partitions after B left', G.SESSION_TIMEOUT_MS, () => check.holds('A').size === G.PARTITIONS && positioned(['A']),
+      () => `${check.describe(['A'])}; positions loaded: ${positioned(['A'])}`);
+    check.log(`A holds all ${G.PARTITIONS} partitions ${Date.now() - leftAt} ms after B started leaving`);
+    await produce(G.FIRST, G.FIRST + G.SECOND);
+    await consumeStep('A alone', G.FIRST, G.FIRST + G.SECOND, ['A']);
+
+    await leave('A');
+    const end = G.FIRST + G.SECOND + G.THIRD;
+    await produce(G.FIRST + G.SECOND, end);
+    await start('C');
+    await consumeStep('C after the commits', G.FIRST + G.SECOND, end, ['C']);
+    // A partition C wrongly read from its start would show up as old messages by now.
+    await new Promise((r) => setTimeout(r, 1_000));
+    check.expectStep('whole run', 0, end, ['A', 'B', 'C']);
+    expect(check.holds('C').size === G.PARTITIONS, `C holds ${check.describe(['C'])}, expected all ${G.PARTITIONS} partitions`);
+  } catch (err) {
+    console.log(`  requests so far: ${requests.take()}`);
+    throw err;
+  } finally {
+    consumerGroupChannel.start.unsubscribe(onGroupOperation);
+    for (const [name, { consumer }] of consumers) await G.closeQuietly(`consumer ${name}`, () => consumer.close(true));
+    await G.closeQuietly('producer', () => producer.close());
+    await G.closeQuietly('admin', () => admin.close());
+  }
+  console.log(`  requests: ${requests.take()}`);
 };
 
 runScenarios({

@@ -18,6 +18,7 @@ public final class Main {
 
     static {
         SCENARIOS.put("admin", new AdminScenario());
+        SCENARIOS.put("group", new GroupScenario());
         SCENARIOS.put("metadata", new MetadataScenario());
         SCENARIOS.put("roundtrip", new RoundtripScenario());
     }
