@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 // The one list of scenarios every client is asked to run.
-export const SCENARIOS = ['admin', 'corrupt-batch', 'group', 'metadata', 'metadata-rules', 'produce', 'roundtrip'];
+export const SCENARIOS = ['admin', 'corrupt-batch', 'group', 'group-admin', 'metadata', 'metadata-rules', 'produce', 'roundtrip'];
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const NOT_CLIENTS = new Set(['reference-kafka', 'capture', 'lib']);

@@ -596,11 +596,13 @@ class GroupRun:
     """The group scenario (see lib/group.py) with confluent-kafka consumers in one thread,
     polled in turn; librdkafka runs the group protocol in its own threads, and the
     rebalance callbacks (on_assign, on_revoke, on_lost) run inside a member's poll. The
-    assignor is librdkafka's default, range then roundrobin (both eager)."""
+    assignor is set by partition.assignment.strategy (group.ASSIGNORS: range, then
+    roundrobin, one run each; both eager)."""
 
-    def __init__(self, bootstrap):
+    def __init__(self, bootstrap, assignor):
         self.bootstrap = bootstrap
-        stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
+        self.assignor = assignor
+        stamp = f"{int(time.time() * 1000)}-{os.getpid()}-{assignor}"
         self.topic = f"compat-group-confluent-{stamp}"
         self.group_id = f"compat-group-confluent-{stamp}"
         self.check = group.GroupCheck()
@@ -644,6 +646,7 @@ class GroupRun:
         consumer = Consumer({
             **client_config(self.bootstrap, log, "protocol"),
             "group.id": self.group_id,
+            "partition.assignment.strategy": self.assignor,
             "session.timeout.ms": group.SESSION_TIMEOUT_MS,
             "heartbeat.interval.ms": group.HEARTBEAT_INTERVAL_MS,
             "max.poll.interval.ms": group.REBALANCE_TIMEOUT_MS,
@@ -703,6 +706,10 @@ class GroupRun:
         self.start("B")
         self.wait("A and B holding all partitions between them", group.JOIN_TIMEOUT_S,
                   lambda: check.split(["A", "B"]), ["A", "B"])
+        check.log(f"{self.assignor}: A holds {sorted(check.holds('A'))}, B holds {sorted(check.holds('B'))}")
+        wrong = group.expected_split(self.assignor, check.holds("A"), check.holds("B"))
+        if wrong:
+            raise group.Failure(wrong)
         self.produce(0, group.FIRST)
         self.consume_step("A and B", 0, group.FIRST, ["A", "B"])
         check.expect_spread()
@@ -741,8 +748,10 @@ class GroupRun:
             print(f"  {name} requests: {log.requests()}")
 
 
-def scenario_group(bootstrap):
-    run = GroupRun(bootstrap)
+def group_once(bootstrap, assignor):
+    run = GroupRun(bootstrap, assignor)
+    started = time.monotonic()
+    print(f"  -- partition.assignment.strategy={assignor}")
     try:
         run.run()
         return []
@@ -754,6 +763,16 @@ def scenario_group(bootstrap):
         return [f"{type(err).__name__}: {err}"]
     finally:
         run.close()
+        print(f"  {assignor}: {time.monotonic() - started:.1f} s")
+
+
+def scenario_group(bootstrap):
+    """The group plan once per assignor in group.ASSIGNORS; the first failure stops it."""
+    for assignor in group.ASSIGNORS:
+        problems = group_once(bootstrap, assignor)
+        if problems:
+            return [f"{assignor}: {p}" for p in problems]
+    return []
 
 
 SCENARIOS = {"metadata": scenario_metadata, "roundtrip": scenario_roundtrip, "admin": scenario_admin,

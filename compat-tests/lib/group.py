@@ -166,6 +166,28 @@ class GroupCheck:
             raise Failure(f"the {FIRST} keyed messages went to partitions {_parts(used)} only, expected all {PARTITIONS}")
 
 
+# The partition.assignment.strategy values the group scenario runs with, one run each.
+ASSIGNORS = ("range", "roundrobin")
+
+
+def expected_split(assignor, first, second):
+    """None when two members' holdings of the PARTITIONS partitions are the split `assignor`
+    gives (whichever member sorts first): range hands out contiguous halves, roundrobin
+    alternates; otherwise the problem."""
+    half = PARTITIONS // 2
+    if assignor == "range":
+        want = {frozenset(range(half)), frozenset(range(half, PARTITIONS))}
+    elif assignor == "roundrobin":
+        want = {frozenset(range(0, PARTITIONS, 2)), frozenset(range(1, PARTITIONS, 2))}
+    else:
+        return None
+    got = {frozenset(first), frozenset(second)}
+    if got != want:
+        return (f"{assignor} split the partitions {_parts(first)} / {_parts(second)}, expected "
+                + " / ".join(_parts(w) for w in sorted(want, key=min)))
+    return None
+
+
 def wait_for(check, what, timeout_s, cond, state=None, poll=None):
     """Calls poll() (or sleeps 50 ms) until cond() is true; raises Failure naming what,
     and state() if given, after timeout_s. check.expect_no_problems() runs every turn."""

@@ -19,6 +19,7 @@ public final class Main {
     static {
         SCENARIOS.put("admin", new AdminScenario());
         SCENARIOS.put("group", new GroupScenario());
+        SCENARIOS.put("group-admin", new GroupAdminScenario());
         SCENARIOS.put("metadata", new MetadataScenario());
         SCENARIOS.put("roundtrip", new RoundtripScenario());
     }
