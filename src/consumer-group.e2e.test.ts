@@ -14,7 +14,7 @@ import { pino } from 'pino';
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBroker, type Broker } from './index.js';
-import { FrameClient, withTimeout } from './test-utils.js';
+import { FrameClient, waitUntil, withTimeout } from './test-utils.js';
 import { decode, encode } from '../wire/codec.js';
 import type { MessageDecl } from '../wire/schema.js';
 import { ErrorCode } from '../wire/errors.js';
@@ -61,16 +61,6 @@ function kafkaFor(bootstrap: string, clientId: string): Kafka {
 }
 
 /** Polls `check` every 50 ms until it holds, for at most `ms`. */
-async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-  await withTimeout(
-    (async () => {
-      while (!check()) await new Promise((r) => setTimeout(r, 50));
-    })(),
-    ms,
-    what,
-  );
-}
-
 interface Tracked {
   readonly consumer: Consumer;
   /** The partitions of TOPIC in this consumer's latest assignment. */
@@ -120,12 +110,12 @@ describe('consumer groups end to end', () => {
     const c1 = await startConsumer(kafkaFor(bootstrap, 'c1'), consumed);
     const c2 = await startConsumer(kafkaFor(bootstrap, 'c2'), consumed);
     // Balanced: each holds 3 partitions and no partition is held twice.
-    await until(() => c1.assigned.length === 3 && c2.assigned.length === 3, 20_000, 'the group to split the partitions');
+    await waitUntil(() => c1.assigned.length === 3 && c2.assigned.length === 3, 20_000, 'the group to split the partitions');
     expect(new Set([...c1.assigned, ...c2.assigned]).size).toBe(6);
 
     const all: string[] = [];
     all.push(...(await produceBatch(producer, 'a', 60)));
-    await until(() => all.every((v) => consumed.has(v)), 20_000, 'batch a to be consumed');
+    await waitUntil(() => all.every((v) => consumed.has(v)), 20_000, 'batch a to be consumed');
     // Each consumer read only its own partitions' messages.
     expect(c1.seen.length).toBeGreaterThan(0);
     expect(c2.seen.length).toBeGreaterThan(0);
@@ -134,10 +124,10 @@ describe('consumer groups end to end', () => {
     // Let the last commits land, then one consumer leaves (LeaveGroup): the other takes everything.
     await new Promise((r) => setTimeout(r, 300));
     await c2.consumer.disconnect();
-    await until(() => c1.assigned.length === 6, 20_000, 'the survivor to take every partition');
+    await waitUntil(() => c1.assigned.length === 6, 20_000, 'the survivor to take every partition');
 
     all.push(...(await produceBatch(producer, 'b', 60)));
-    await until(() => all.every((v) => consumed.has(v)), 20_000, 'batch b to be consumed');
+    await waitUntil(() => all.every((v) => consumed.has(v)), 20_000, 'batch b to be consumed');
     await new Promise((r) => setTimeout(r, 300));
     for (const v of all) expect(consumed.get(v), v).toBe(1);
     expect(consumed.size).toBe(all.length);
@@ -166,7 +156,7 @@ describe('consumer groups end to end', () => {
     await producer.disconnect();
     const consumed = new Map<string, number>();
     const c = await startConsumer(kafkaFor(first.bootstrap, 'c'), consumed);
-    await until(() => before.every((v) => consumed.has(v)), 20_000, 'the first batch to be consumed');
+    await waitUntil(() => before.every((v) => consumed.has(v)), 20_000, 'the first batch to be consumed');
     await new Promise((r) => setTimeout(r, 300));
     await c.consumer.disconnect();
     clients.splice(clients.indexOf(c.consumer), 1);
@@ -180,7 +170,7 @@ describe('consumer groups end to end', () => {
     await producer.connect();
     const after = await produceBatch(producer, 'after', 30);
     const again = await startConsumer(kafkaFor(second.bootstrap, 'c-again'), consumed);
-    await until(() => after.every((v) => consumed.has(v)), 20_000, 'the second batch to be consumed');
+    await waitUntil(() => after.every((v) => consumed.has(v)), 20_000, 'the second batch to be consumed');
     await new Promise((r) => setTimeout(r, 300));
     // Nothing from before the restart came again.
     expect(again.seen.sort()).toEqual([...after].sort());

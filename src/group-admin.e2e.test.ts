@@ -14,7 +14,6 @@
  * from them, and deletes the group: refused with NON_EMPTY_GROUP while a
  * member is in it, done once it is empty.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,11 +21,10 @@ import { pino } from 'pino';
 import { AssignerProtocol, Kafka, logLevel, type Admin, type Consumer } from 'kafkajs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startBroker, type Broker } from './index.js';
-import { withTimeout } from './test-utils.js';
+import { runPython, waitUntil } from './test-utils.js';
 
 const TOPIC = 'ledger';
 const PARTITIONS = [0, 1, 2];
-const PYTHON = '/usr/bin/python3';
 
 const brokers: Broker[] = [];
 const dirs: string[] = [];
@@ -57,16 +55,6 @@ async function broker(): Promise<string> {
 
 function kafkaFor(bootstrap: string, clientId: string): Kafka {
   return new Kafka({ clientId, brokers: [bootstrap], logLevel: logLevel.NOTHING, retry: { retries: 20, initialRetryTime: 100, maxRetryTime: 1000 } });
-}
-
-async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  await withTimeout(
-    (async () => {
-      while (!(await check())) await new Promise((r) => setTimeout(r, 50));
-    })(),
-    ms,
-    what,
-  );
 }
 
 interface Member {
@@ -137,7 +125,7 @@ async function consumedGroup(bootstrap: string, groupId: string): Promise<{ admi
   await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: 3 }], waitForLeaders: true });
   await produce(bootstrap, 10, 'first');
   const members = [await startMember(bootstrap, groupId, 'member-a'), await startMember(bootstrap, groupId, 'member-b')];
-  await until(
+  await waitUntil(
     async () => {
       const offsets = await committed(admin, groupId);
       return PARTITIONS.every((p) => offsets.get(p) === 10);
@@ -146,7 +134,7 @@ async function consumedGroup(bootstrap: string, groupId: string): Promise<{ admi
     'the group to consume and commit every message',
   );
   // Both members hold partitions: the second one's join has completed.
-  await until(
+  await waitUntil(
     async () => {
       const [g] = (await admin.describeGroups([groupId])).groups;
       return g!.state === 'Stable' && g!.members.length === 2 && g!.members.every((m) => m.memberAssignment.length > 0);
@@ -155,15 +143,6 @@ async function consumedGroup(bootstrap: string, groupId: string): Promise<{ admi
     'the group to settle with both members assigned',
   );
   return { admin, members };
-}
-
-function runPython(script: string, args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    execFile(PYTHON, ['-c', script, ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
-      resolve({ code, out: stdout, err: stderr });
-    });
-  });
 }
 
 const hasKafkaPython = await runPython('import kafka', []).then((r) => r.code === 0, () => false);
@@ -227,8 +206,8 @@ describe('group administration with kafkajs', () => {
 
     // A new member starts exactly there, and reads exactly the lag.
     const next = await startMember(bootstrap, GROUP, 'member-c');
-    await until(() => PARTITIONS.every((p) => (next.read.get(p)?.length ?? 0) >= expectedLag[p]!), 20_000, 'the new member to read the lag');
-    await until(async () => [...(await committed(admin, GROUP)).values()].every((o) => o === 14), 10_000, 'the new member to commit');
+    await waitUntil(() => PARTITIONS.every((p) => (next.read.get(p)?.length ?? 0) >= expectedLag[p]!), 20_000, 'the new member to read the lag');
+    await waitUntil(async () => [...(await committed(admin, GROUP)).values()].every((o) => o === 14), 10_000, 'the new member to commit');
     expect(PARTITIONS.map((p) => next.read.get(p)![0])).toEqual([0, 7, 12]);
     expect(PARTITIONS.map((p) => next.read.get(p)!.length)).toEqual(expectedLag);
     await leave(next);
@@ -359,8 +338,8 @@ describe('group administration with kafka-python', () => {
 
     // A new member starts from the reset offsets and reads exactly the lag.
     const next = await startMember(bootstrap, GROUP, 'member-c');
-    await until(() => PARTITIONS.every((p) => (next.read.get(p)?.length ?? 0) >= empty.resetLag[p]!), 20_000, 'the new member to read the lag');
-    await until(async () => [...(await committed(admin, GROUP)).values()].every((o) => o === 15), 10_000, 'the new member to commit');
+    await waitUntil(() => PARTITIONS.every((p) => (next.read.get(p)?.length ?? 0) >= empty.resetLag[p]!), 20_000, 'the new member to read the lag');
+    await waitUntil(async () => [...(await committed(admin, GROUP)).values()].every((o) => o === 15), 10_000, 'the new member to commit');
     expect(PARTITIONS.map((p) => next.read.get(p)![0])).toEqual([3, 10, 13]);
     expect(PARTITIONS.map((p) => next.read.get(p)!.length)).toEqual([12, 5, 2]);
     await leave(next);

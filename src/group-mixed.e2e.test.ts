@@ -16,9 +16,8 @@ import { pino } from 'pino';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBroker, type Broker } from './index.js';
-import { withTimeout } from './test-utils.js';
+import { runPython, SYSTEM_PYTHON, waitUntil, withTimeout } from './test-utils.js';
 
-const PYTHON = '/usr/bin/python3';
 const TOPIC = 'mixed';
 
 const brokers: Broker[] = [];
@@ -52,25 +51,6 @@ async function broker(): Promise<string> {
 
 function kafkaFor(bootstrap: string, clientId: string): Kafka {
   return new Kafka({ clientId, brokers: [bootstrap], logLevel: logLevel.NOTHING, retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1000 } });
-}
-
-async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  await withTimeout(
-    (async () => {
-      while (!(await check())) await new Promise((r) => setTimeout(r, 50));
-    })(),
-    ms,
-    what,
-  );
-}
-
-function runPython(script: string, args: string[], timeoutMs = 30_000): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    execFile(PYTHON, ['-c', script, ...args], { timeout: timeoutMs }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
-      resolve({ code, out: stdout, err: stderr });
-    });
-  });
 }
 
 const hasKafkaPython = await runPython('import kafka', [], 10_000).then((r) => r.code === 0, () => false);
@@ -126,7 +106,7 @@ async function kafkajsGroup(bootstrap: string, groupId: string): Promise<Consume
   await consumer.connect();
   await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
   await consumer.run({ eachMessage: async () => {} });
-  await until(() => joined, 15_000, 'the kafkajs consumer to join');
+  await waitUntil(() => joined, 15_000, 'the kafkajs consumer to join');
   return consumer;
 }
 
@@ -195,13 +175,13 @@ describe('clients without a common assignor in one group', () => {
     // A kafka-python member that stays in the group until its stdin closes.
     let stdinOf: { end(): void } | undefined;
     const member = new Promise<{ code: number; out: string; err: string }>((resolve) => {
-      const child = execFile(PYTHON, ['-c', KAFKA_PYTHON_MEMBER, bootstrap, GROUP, TOPIC], { timeout: 30_000 }, (err, stdout, stderr) => {
+      const child = execFile(SYSTEM_PYTHON, ['-c', KAFKA_PYTHON_MEMBER, bootstrap, GROUP, TOPIC], { timeout: 30_000 }, (err, stdout, stderr) => {
         resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, out: stdout, err: stderr });
       });
       stdinOf = child.stdin!;
     });
     closers.push(() => stdinOf?.end());
-    await until(
+    await waitUntil(
       async () => {
         const [g] = (await admin.describeGroups([GROUP])).groups;
         return g!.state === 'Stable' && g!.members.length === 1;

@@ -13,16 +13,15 @@
  * for the other member; last, a duplicate of a running member takes its
  * place and the running one is fenced (FENCED_INSTANCE_ID).
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { runPython } from './test-utils.js';
 import { startBroker, type Broker } from './index.js';
 
-const PYTHON = '/usr/bin/python3';
 const TOPIC = 'static-topic';
 const GROUP = 'static-group';
 
@@ -52,15 +51,6 @@ async function broker(onLog: (line: LogLine) => void): Promise<string> {
   );
   brokers.push(b);
   return b.bootstrap;
-}
-
-function runPython(script: string, args: string[], timeoutMs: number): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    execFile(PYTHON, ['-c', script, ...args], { timeout: timeoutMs }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
-      resolve({ code, out: stdout, err: stderr });
-    });
-  });
 }
 
 const hasConfluentKafka = await runPython('import confluent_kafka', [], 10_000).then((r) => r.code === 0, () => false);

@@ -2,6 +2,7 @@
  * Raw Kafka frames over a plain socket, for tests that talk to a running broker
  * without a client library.
  */
+import { execFile } from 'node:child_process';
 import { createConnection, type Socket } from 'node:net';
 
 /** ApiVersions v0 request frame: size, api key 18, version 0, correlation id, null client id, empty body. */
@@ -162,5 +163,29 @@ export function connectError(port: number, host = '127.0.0.1', timeoutMs = 5000)
     }),
     timeoutMs,
     `a connection attempt to ${host}:${port}`,
+  );
+}
+
+/** The system interpreter: Debian's Kafka clients (python3-kafka, python3-confluent-kafka) import only there. */
+export const SYSTEM_PYTHON = '/usr/bin/python3';
+
+/** Runs a Python snippet with SYSTEM_PYTHON and `args` as sys.argv[1:]; resolves with its exit code and output, never rejects. */
+export function runPython(script: string, args: readonly string[], timeoutMs = 30_000): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((resolve) => {
+    execFile(SYSTEM_PYTHON, ['-c', script, ...args], { timeout: timeoutMs }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
+      resolve({ code, out: stdout, err: stderr });
+    });
+  });
+}
+
+/** Polls `check` every 50 ms until it holds; rejects after `ms`, naming `what`. */
+export async function waitUntil(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  await withTimeout(
+    (async () => {
+      while (!(await check())) await new Promise((r) => setTimeout(r, 50));
+    })(),
+    ms,
+    what,
   );
 }
