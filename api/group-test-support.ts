@@ -3,6 +3,7 @@
  * a manual group timer, and the requests a consumer sends to join a group
  * and get its assignment.
  */
+import { subscription } from '../cluster/group-test-support.js';
 import { ManualGroupTimer } from '../cluster/group-timer.js';
 import { ErrorCode } from '../wire/errors.js';
 import type { JoinGroupRequest } from '../wire/messages/join-group-request.js';
@@ -13,6 +14,8 @@ import { findCoordinator } from './find-coordinator.js';
 import { joinGroup } from './join-group.js';
 import { syncGroup } from './sync-group.js';
 import { callAt, ctxFor, testServices, type TestServices } from './test-services.js';
+
+export { subscription };
 
 export interface GroupServices extends TestServices {
   readonly timer: ManualGroupTimer;
@@ -25,23 +28,6 @@ export async function groupServices(settings: Partial<BrokerSettings> = {}, dir?
   await findCoordinator.handle({ key: 'g', keyType: 0, coordinatorKeys: [] }, ctxFor(s, 1));
   if (!s.metadata.image().topics.has('t')) await s.metadata.createTopic({ name: 't', numPartitions: 3, replicationFactor: 1 });
   return Object.assign(s, { timer });
-}
-
-/** A ConsumerProtocol subscription (version 0) to `topics`. */
-export function subscription(topics: readonly string[]): Buffer {
-  const parts: Buffer[] = [Buffer.from([0, 0]), int32(topics.length)];
-  for (const t of topics) {
-    const b = Buffer.from(t, 'utf8');
-    parts.push(Buffer.from([b.length >> 8, b.length & 0xff]), b);
-  }
-  parts.push(int32(-1));
-  return Buffer.concat(parts);
-}
-
-function int32(n: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeInt32BE(n);
-  return b;
 }
 
 export function joinRequest(over: Partial<JoinGroupRequest> = {}): JoinGroupRequest {

@@ -14,43 +14,23 @@
  * from them, and deletes the group: refused with NON_EMPTY_GROUP while a
  * member is in it, done once it is empty.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
 import { AssignerProtocol, Kafka, logLevel, type Admin, type Consumer } from 'kafkajs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startBroker, type Broker } from './index.js';
-import { runPython, waitUntil } from './test-utils.js';
+import { QUICK_GROUP_CONFIG, runPython, TempBrokers, waitUntil } from './test-utils.js';
 
 const TOPIC = 'ledger';
 const PARTITIONS = [0, 1, 2];
 
-const brokers: Broker[] = [];
-const dirs: string[] = [];
+const brokers = new TempBrokers('gregor-group-admin-', QUICK_GROUP_CONFIG);
 const clients: { disconnect(): Promise<void> }[] = [];
 
 afterEach(async () => {
   for (const c of clients.splice(0).reverse()) await c.disconnect().catch(() => {});
-  await Promise.all(brokers.splice(0).map((b) => b.stop()));
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  await brokers.stopAll();
 });
 
 async function broker(): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'gregor-group-admin-'));
-  dirs.push(dir);
-  const b = await startBroker(
-    {
-      listeners: 'PLAINTEXT://127.0.0.1:0',
-      'log.dirs': dir,
-      'offsets.topic.num.partitions': '5',
-      'offsets.topic.replication.factor': '1',
-      'group.initial.rebalance.delay.ms': '0',
-    },
-    { log: pino({ level: 'silent' }) },
-  );
-  brokers.push(b);
-  return b.bootstrap;
+  return (await brokers.start()).bootstrap;
 }
 
 function kafkaFor(bootstrap: string, clientId: string): Kafka {

@@ -9,44 +9,24 @@
  * kafka-python group.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startBroker, type Broker } from './index.js';
-import { runPython, SYSTEM_PYTHON, waitUntil, withTimeout } from './test-utils.js';
+import { QUICK_GROUP_CONFIG, runPython, SYSTEM_PYTHON, TempBrokers, waitUntil, withTimeout } from './test-utils.js';
 
 const TOPIC = 'mixed';
 
-const brokers: Broker[] = [];
-const dirs: string[] = [];
+const brokers = new TempBrokers('gregor-group-mixed-', QUICK_GROUP_CONFIG);
 const clients: { disconnect(): Promise<void> }[] = [];
 const closers: (() => void)[] = [];
 
 afterEach(async () => {
   for (const c of closers.splice(0)) c();
   for (const c of clients.splice(0).reverse()) await c.disconnect().catch(() => {});
-  await Promise.all(brokers.splice(0).map((b) => b.stop()));
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  await brokers.stopAll();
 });
 
 async function broker(): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'gregor-group-mixed-'));
-  dirs.push(dir);
-  const b = await startBroker(
-    {
-      listeners: 'PLAINTEXT://127.0.0.1:0',
-      'log.dirs': dir,
-      'offsets.topic.num.partitions': '5',
-      'offsets.topic.replication.factor': '1',
-      'group.initial.rebalance.delay.ms': '0',
-    },
-    { log: pino({ level: 'silent' }) },
-  );
-  brokers.push(b);
-  return b.bootstrap;
+  return (await brokers.start()).bootstrap;
 }
 
 function kafkaFor(bootstrap: string, clientId: string): Kafka {

@@ -3,7 +3,12 @@
  * without a client library.
  */
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { startBroker, type Broker } from './index.js';
 
 /** ApiVersions v0 request frame: size, api key 18, version 0, correlation id, null client id, empty body. */
 export function apiVersionsV0Request(correlationId: number): Buffer {
@@ -188,4 +193,39 @@ export async function waitUntil(check: () => boolean | Promise<boolean>, ms: num
     ms,
     what,
   );
+}
+
+/** Settings that make groups quick to form in tests: a small __consumer_offsets and no initial rebalance delay. */
+export const QUICK_GROUP_CONFIG: Readonly<Record<string, string>> = {
+  'offsets.topic.num.partitions': '5',
+  'offsets.topic.replication.factor': '1',
+  'group.initial.rebalance.delay.ms': '0',
+};
+
+/** Silent in-process brokers on 127.0.0.1:0, each on a temp data dir; stopAll stops them and removes the dirs. */
+export class TempBrokers {
+  private readonly running: { broker: Broker; dir: string }[] = [];
+
+  constructor(
+    private readonly prefix: string,
+    private readonly config: Readonly<Record<string, string>> = {},
+  ) {}
+
+  async start(): Promise<Broker> {
+    const dir = mkdtempSync(join(tmpdir(), this.prefix));
+    try {
+      const broker = await startBroker({ listeners: 'PLAINTEXT://127.0.0.1:0', 'log.dirs': dir, ...this.config }, { log: pino({ level: 'silent' }) });
+      this.running.push({ broker, dir });
+      return broker;
+    } catch (err) {
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  async stopAll(): Promise<void> {
+    const all = this.running.splice(0);
+    await Promise.all(all.map((r) => r.broker.stop()));
+    for (const r of all) rmSync(r.dir, { recursive: true, force: true });
+  }
 }
