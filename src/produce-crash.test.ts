@@ -17,12 +17,10 @@
  * also checks that a restarted broker never hands out an acknowledged offset
  * again. PRODUCE_CRASH_SEED=<n> replays a seed (timing still varies).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codecFor } from '../wire/codec.js';
 import { finishFrame, skipTaggedFields, startRequest } from '../wire/headers.js';
@@ -34,17 +32,14 @@ import { seededRandom } from '../wire/seeded-random.js';
 import { Writer } from '../wire/writer.js';
 import { DEFAULT_LOG_CONFIG } from '../storage/log-config.js';
 import { PartitionLog } from '../storage/log.js';
-import { FrameClient, metadataV0Request } from './test-utils.js';
+import { BrokerProcess, FrameClient, bundleProblem, metadataV0Request } from './test-utils.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const bin = join(root, 'bin', 'gregor');
 const TOPIC = 'crash';
 const PARTITIONS = 3;
 const ROUNDS = 10;
 const CONNECTIONS = 3;
 /** Requests each connection keeps in flight. */
 const DEPTH = 8;
-const READY_MS = 10_000;
 
 const seed = Number(process.env.PRODUCE_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31));
 
@@ -57,58 +52,6 @@ interface Acked {
   digest: string;
   records: number;
   round: number;
-}
-
-/** A `bin/gregor start` process and its ready line. */
-class BrokerProcess {
-  readonly exited: Promise<void>;
-  private readonly child: ChildProcess;
-  private out = '';
-  private err = '';
-
-  constructor(dataDir: string) {
-    const env: NodeJS.ProcessEnv = {};
-    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GREGOR_')) env[k] = v;
-    this.child = spawn(
-      process.execPath,
-      [bin, 'start', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--override', `num.partitions=${PARTITIONS}`],
-      { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    this.child.stdout!.setEncoding('utf8').on('data', (t: string) => (this.out += t));
-    this.child.stderr!.setEncoding('utf8').on('data', (t: string) => (this.err += t));
-    this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
-  }
-
-  get running(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  /** The port from the ready line. */
-  async ready(): Promise<number> {
-    const deadline = Date.now() + READY_MS;
-    for (;;) {
-      const m = /"msg":"gregor ready"/.test(this.out) ? /"listen":"127\.0\.0\.1:(\d+)"/.exec(this.out) : null;
-      if (m) return Number(m[1]);
-      if (!this.running) throw new Error(`gregor exited before it was ready:\n${this.out}\n${this.err}`);
-      if (Date.now() > deadline) throw new Error(`gregor not ready within ${READY_MS} ms:\n${this.out}\n${this.err}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-
-  async kill(): Promise<void> {
-    if (this.running) this.child.kill('SIGKILL');
-    await this.exited;
-  }
-
-  async stopCleanly(): Promise<void> {
-    this.child.kill('SIGTERM');
-    await this.exited;
-    expect(this.child.exitCode, `clean stop failed:\n${this.err}`).toBe(0);
-  }
-
-  output(): string {
-    return this.out;
-  }
 }
 
 function produceFrame(correlationId: number, acks: number, parts: { index: number; batch: Buffer }[]): Buffer {
@@ -239,11 +182,12 @@ describe('produce through a broker process that is SIGKILLed', () => {
   const live: BrokerProcess[] = [];
 
   beforeAll(() => {
-    if (!existsSync(join(root, 'dist', 'gregor.mjs'))) throw new Error('dist/gregor.mjs is missing: run `npm run build` before this test');
+    const problem = bundleProblem();
+    if (problem) throw new Error(problem);
   });
 
   afterAll(async () => {
-    await Promise.all(live.map((b) => b.kill()));
+    await Promise.all(live.map((b) => b.stop('SIGKILL').catch(() => {})));
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
@@ -256,9 +200,9 @@ describe('produce through a broker process that is SIGKILLed', () => {
     let totalAnswered = 0;
 
     for (let round = 0; round < ROUNDS; round++) {
-      const broker = new BrokerProcess(dataDir);
+      const broker = new BrokerProcess(dataDir, { 'num.partitions': String(PARTITIONS) });
       live.push(broker);
-      const port = await broker.ready();
+      const port = Number((await broker.ready()).split(':')[1]);
       if (round === 0) {
         // Metadata v0 may create the topic; it exists once the answer arrives.
         const c = await FrameClient.connect(port);
@@ -273,7 +217,7 @@ describe('produce through a broker process that is SIGKILLed', () => {
       const drivers = clients.map((c) => drive(c, rnd, acks, round, () => ++correlation, () => stopped, acked));
       await new Promise((r) => setTimeout(r, runMs));
       // The kill lands while every connection still has requests in flight.
-      await broker.kill();
+      await broker.stop('SIGKILL');
       stopped = true;
       const answered = (await Promise.all(drivers)).reduce((a, b) => a + b, 0);
       for (const c of clients) c.destroy();
@@ -282,10 +226,10 @@ describe('produce through a broker process that is SIGKILLed', () => {
 
       if (round % 2 === 1) {
         // The broker recovers the logs itself; a clean stop then leaves them closed cleanly.
-        const again = new BrokerProcess(dataDir);
+        const again = new BrokerProcess(dataDir, { 'num.partitions': String(PARTITIONS) });
         live.push(again);
         await again.ready();
-        await again.stopCleanly();
+        expect(await again.stop('SIGTERM'), `clean stop failed:\n${again.output()}`).toBe(0);
       }
       const { stored, acked: ackedCount } = verify(dataDir, acked);
       expect(stored).toBeGreaterThanOrEqual(ackedCount);

@@ -11,105 +11,21 @@
  *
  * SIGKILL keeps the kernel's page cache, so this checks a process crash, not a
  * power loss (see produce-crash.test.ts and storage's crash tests for torn and
- * unsynced writes). Skipped when /usr/bin/kcat is missing.
+ * unsynced writes). Fails with an install hint when /usr/bin/kcat is missing.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ATTRIBUTES, BATCH_LENGTH, COMPRESSION_MASK, Compression, LOG_OVERHEAD, readBatchHeader } from '../wire/record-batch.js';
 import { DEFAULT_LOG_CONFIG } from '../storage/log-config.js';
 import { PartitionLog } from '../storage/log.js';
-import { withTimeout } from './test-utils.js';
+import { BrokerProcess, bundleProblem } from './test-utils.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const bin = join(root, 'bin', 'gregor');
-const bundle = join(root, 'dist', 'gregor.mjs');
 const KCAT = '/usr/bin/kcat';
 const TOPIC = 'restart';
-const READY_MS = 10_000;
-const STOP_MS = 10_000;
 const KCAT_MS = 20_000;
-
-/**
- * Why dist/gregor.mjs cannot be what this test runs: missing, or older than a
- * source file bundled into it. The broker process runs the bundle, not these
- * sources, so a stale bundle would test yesterday's broker.
- */
-function bundleProblem(): string | null {
-  if (!existsSync(bundle)) return 'dist/gregor.mjs is missing: run `npm run build` before this test';
-  const built = statSync(bundle).mtimeMs;
-  const newer: string[] = [];
-  const walk = (dir: string): void => {
-    for (const e of readdirSync(join(root, dir), { withFileTypes: true })) {
-      const rel = join(dir, e.name);
-      if (e.isDirectory()) {
-        if (rel !== join('wire', 'gen') && rel !== join('wire', 'golden')) walk(rel);
-      } else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') && e.name !== 'test-utils.ts' && statSync(join(root, rel)).mtimeMs > built) {
-        newer.push(rel);
-      }
-    }
-  };
-  for (const dir of ['src', 'api', 'cluster', 'storage', 'wire']) walk(dir);
-  return newer.length > 0 ? `dist/gregor.mjs is older than ${newer.slice(0, 3).join(', ')}${newer.length > 3 ? ', ...' : ''}: run \`npm run build\`` : null;
-}
-
-/** A `bin/gregor start` process on 127.0.0.1 and its ready line. */
-class BrokerProcess {
-  readonly exited: Promise<number | null>;
-  private readonly child: ChildProcess;
-  private out = '';
-  private err = '';
-
-  constructor(dataDir: string) {
-    const env: NodeJS.ProcessEnv = {};
-    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GREGOR_')) env[k] = v;
-    this.child = spawn(process.execPath, [bin, 'start', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--override', 'num.partitions=2'], {
-      cwd: root,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.child.stdout!.setEncoding('utf8').on('data', (t: string) => (this.out += t));
-    this.child.stderr!.setEncoding('utf8').on('data', (t: string) => (this.err += t));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
-  }
-
-  get running(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  /** The bootstrap address from the ready line. */
-  async ready(): Promise<string> {
-    const deadline = Date.now() + READY_MS;
-    for (;;) {
-      const m = /"msg":"gregor ready"/.test(this.out) ? /"listen":"(127\.0\.0\.1:\d+)"/.exec(this.out) : null;
-      if (m) return m[1]!;
-      if (!this.running) throw new Error(`gregor exited before it was ready:\n${this.output()}`);
-      if (Date.now() > deadline) throw new Error(`gregor not ready within ${READY_MS} ms:\n${this.output()}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-
-  /** Sends `signal` and waits for the exit; the exit code, null when a signal ended it. */
-  async stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<number | null> {
-    if (this.running) this.child.kill(signal);
-    return withTimeout(this.exited, STOP_MS, `gregor to exit on ${signal}`);
-  }
-
-  /** From the "logs loaded" line: how many partition logs were opened, and how many of them needed recovery. */
-  loaded(): { logs: number; recovered: number } | null {
-    const line = this.out.split('\n').find((l) => l.includes('"msg":"logs loaded"'));
-    if (!line) return null;
-    const { logs, recovered } = JSON.parse(line) as { logs: number; recovered: number };
-    return { logs, recovered };
-  }
-
-  output(): string {
-    return `${this.out}\n${this.err}`.slice(-4000);
-  }
-}
 
 /** Runs kcat without blocking the event loop; rejects on a non-zero exit or after KCAT_MS. */
 function kcat(args: string[], input?: string): Promise<string> {
@@ -270,7 +186,7 @@ describe('kcat records across a broker restart', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'gregor-restart-'));
     dirs.push(dataDir);
     const start = async (): Promise<{ broker: BrokerProcess; bootstrap: string }> => {
-      const broker = new BrokerProcess(dataDir);
+      const broker = new BrokerProcess(dataDir, { 'num.partitions': '2' });
       live.push(broker);
       return { broker, bootstrap: await broker.ready() };
     };

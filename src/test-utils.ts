@@ -2,11 +2,12 @@
  * Raw Kafka frames over a plain socket, for tests that talk to a running broker
  * without a client library.
  */
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { startBroker, type Broker } from './index.js';
 
@@ -227,5 +228,95 @@ export class TempBrokers {
     const all = this.running.splice(0);
     await Promise.all(all.map((r) => r.broker.stop()));
     for (const r of all) rmSync(r.dir, { recursive: true, force: true });
+  }
+}
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const bundle = join(root, 'dist', 'gregor.mjs');
+
+/**
+ * Why dist/gregor.mjs cannot be what a process test runs: missing, or older
+ * than a source file bundled into it. Broker processes run the bundle, not
+ * these sources, so a stale bundle would test yesterday's broker.
+ */
+export function bundleProblem(): string | null {
+  if (!existsSync(bundle)) return 'dist/gregor.mjs is missing: run `npm run build` before this test';
+  const built = statSync(bundle).mtimeMs;
+  const newer: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(join(root, dir), { withFileTypes: true })) {
+      const rel = join(dir, e.name);
+      if (e.isDirectory()) {
+        if (rel !== join('wire', 'gen') && rel !== join('wire', 'golden')) walk(rel);
+      } else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') && e.name !== 'test-utils.ts' && statSync(join(root, rel)).mtimeMs > built) {
+        newer.push(rel);
+      }
+    }
+  };
+  for (const dir of ['src', 'api', 'cluster', 'storage', 'wire']) walk(dir);
+  return newer.length > 0 ? `dist/gregor.mjs is older than ${newer.slice(0, 3).join(', ')}${newer.length > 3 ? ', ...' : ''}: run \`npm run build\`` : null;
+}
+
+const PROCESS_READY_MS = 10_000;
+const PROCESS_STOP_MS = 10_000;
+
+/**
+ * A `bin/gregor start` process on 127.0.0.1 (a free port) with `overrides`
+ * as --override key=value pairs, and its output. GREGOR_* variables of the
+ * test's environment are not passed on.
+ */
+export class BrokerProcess {
+  readonly exited: Promise<number | null>;
+  private readonly child: ChildProcess;
+  private out = '';
+  private err = '';
+
+  constructor(dataDir: string, overrides: Readonly<Record<string, string>> = {}) {
+    const env: NodeJS.ProcessEnv = {};
+    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GREGOR_')) env[k] = v;
+    const args = Object.entries(overrides).flatMap(([k, v]) => ['--override', `${k}=${v}`]);
+    this.child = spawn(process.execPath, [join(root, 'bin', 'gregor'), 'start', '--listen', '127.0.0.1:0', '--data-dir', dataDir, ...args], {
+      cwd: root,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child.stdout!.setEncoding('utf8').on('data', (t: string) => (this.out += t));
+    this.child.stderr!.setEncoding('utf8').on('data', (t: string) => (this.err += t));
+    this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** The bootstrap address (127.0.0.1:port) from the ready line. */
+  async ready(): Promise<string> {
+    const deadline = Date.now() + PROCESS_READY_MS;
+    for (;;) {
+      const m = /"msg":"gregor ready"/.test(this.out) ? /"listen":"(127\.0\.0\.1:\d+)"/.exec(this.out) : null;
+      if (m) return m[1]!;
+      if (!this.running) throw new Error(`gregor exited before it was ready:\n${this.output()}`);
+      if (Date.now() > deadline) throw new Error(`gregor not ready within ${PROCESS_READY_MS} ms:\n${this.output()}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  /** Sends `signal` and waits for the exit; the exit code, null when a signal ended it. */
+  async stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<number | null> {
+    if (this.running) this.child.kill(signal);
+    return withTimeout(this.exited, PROCESS_STOP_MS, `gregor to exit on ${signal}`);
+  }
+
+  /** From the "logs loaded" line: how many partition logs were opened, and how many of them needed recovery. */
+  loaded(): { logs: number; recovered: number } | null {
+    const line = this.out.split('\n').find((l) => l.includes('"msg":"logs loaded"'));
+    if (!line) return null;
+    const { logs, recovered } = JSON.parse(line) as { logs: number; recovered: number };
+    return { logs, recovered };
+  }
+
+  /** The last 4000 characters of stdout and stderr. */
+  output(): string {
+    return `${this.out}\n${this.err}`.slice(-4000);
   }
 }
