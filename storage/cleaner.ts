@@ -3,8 +3,9 @@
  * for every key, at least its latest record, and drops the older ones.
  *
  * What may be cleaned: the non-active segments lying wholly below the high
- * watermark, up to the first one whose largest timestamp is younger than
- * min.compaction.lag.ms. Its base offset is the pass's dirty end. Offsets
+ * watermark and the first unstable offset (an open transaction holds
+ * compaction back, as in Kafka), up to the first one whose largest
+ * timestamp is younger than min.compaction.lag.ms. Its base offset is the pass's dirty end. Offsets
  * from the cleaner's first dirty offset up to the dirty end are "dirty": a
  * pass maps every key seen there to its latest offset, then rewrites the
  * segments from the log start to the dirty end, in groups whose sizes add
@@ -29,12 +30,13 @@
  * delete. A pass also becomes due, dirty data or not, once the earliest
  * horizon it left behind has passed (known in this process only; after a
  * restart such tombstones go with the next pass that dirty data brings, as
- * in Kafka). Transaction markers will take the same horizon once
- * transactions are tracked.
+ * in Kafka).
  *
  * Kept as they are, and not mapped: control batches (transaction markers),
- * transactional batches (whether they were committed is not tracked yet, so
- * they neither lose records nor make others go), records without a key
+ * transactional batches (committed or aborted: they neither lose records
+ * nor make others go, so an aborted record never hides a committed one and
+ * the aborted-transaction indexes stay true; the cleaned segment takes over
+ * the index entries of the segments it replaces), records without a key
  * (a compacted topic refuses them; one may predate a change of policy),
  * and batches whose CRC or records do not check out.
  *
@@ -233,10 +235,13 @@ export class LogCleaner {
    */
   private dirtyEnd(segments: readonly LogSegment[], now: number): bigint {
     const hw = this.log.highWatermark;
+    // As Kafka's cleanableOffsets: nothing at or after the first unstable offset is cleaned yet.
+    const unstable = this.log.firstUnstableOffset;
     const lag = this.log.config.minCompactionLagMs;
     for (let i = 0; i < segments.length - 1; i++) {
       const seg = segments[i]!;
       if (nextBase(segments, i) > hw) return seg.baseOffset;
+      if (unstable !== null && nextBase(segments, i) > unstable) return seg.baseOffset;
       if (lag > 0 && now - seg.largestTimestamp < lag) return seg.baseOffset;
     }
     return segments[segments.length - 1]!.baseOffset;
@@ -327,7 +332,6 @@ function cleanSegment(seg: LogSegment, map: Map<string, bigint>, now: bigint, ho
       kept.push(r);
     }
     if (kept.length === 0) continue;
-    // Transaction markers of aborted or empty transactions will need a horizon too.
     const stamp = keptTombstone && stamped === null;
     if (keptTombstone) {
       const h = Number(stamp ? horizon : stamped!);

@@ -507,3 +507,22 @@ describe('LogManager.close', () => {
     await m.close(); // twice is fine
   });
 });
+
+describe('producer expiration', () => {
+  it('removes idle producers from every log on its own timer, with the configured expiration', async () => {
+    let now = 10_000;
+    const m = open(tempDir(), { now: () => now, producerIdExpirationMs: 1000, producerIdExpirationCheckIntervalMs: 10 });
+    const log = m.getOrCreate('idem', 0);
+    const r = log.append(buildBatch({ records: [{ key: 'k', value: 'v', timestamp: 10_000n }], producerId: 7n, producerEpoch: 0, baseSequence: 0 }), 0);
+    expect(r.ok).toBe(true);
+    m.start();
+    await new Promise((res) => setTimeout(res, 50));
+    expect(log.activeProducers().map((p) => p.producerId)).toEqual([7n]);
+    now = 11_000;
+    await vi.waitFor(() => expect(log.activeProducers()).toEqual([]), { timeout: 5000, interval: 10 });
+  });
+
+  it('refuses a producer expiration that is not a positive number', () => {
+    expect(() => open(tempDir(), { producerIdExpirationMs: 0 })).toThrow(RangeError);
+  });
+});

@@ -18,7 +18,11 @@
  *   has served what waits), so appends are never held up for longer than
  *   those few steps; when nothing is left to clean the cleaner sleeps for
  *   the backoff;
- * - `log.flush.offset.checkpoint.interval.ms`: checkpoints every log.
+ * - `log.flush.offset.checkpoint.interval.ms`: checkpoints every log;
+ * - `producerIdExpirationCheckIntervalMs` (Kafka's
+ *   producer.id.expiration.check.interval.ms): removeExpiredProducers on
+ *   every log, forgetting producers idle for `producerIdExpirationMs`
+ *   (producer.id.expiration.ms).
  *
  * The cleaner's progress survives restarts as in Kafka: each finished pass
  * records the log's first dirty offset in `cleaner-offset-checkpoint` in
@@ -49,7 +53,7 @@ import { readCleanerOffsetCheckpoint, type TopicPartitionOffset, writeCleanerOff
 import { LogCleaner, type CleanStep } from './cleaner.js';
 import { type Fs, nodeFs } from './fs.js';
 import type { LogConfig } from './log-config.js';
-import { CLEAN_SHUTDOWN_FILE, PartitionLog, StorageError } from './log.js';
+import { CLEAN_SHUTDOWN_FILE, type OpenOptions, PartitionLog, StorageError } from './log.js';
 
 /** The little of a logger the manager needs; a pino logger fits. */
 export interface LogManagerLogger {
@@ -78,6 +82,10 @@ export interface LogManagerOptions {
   'log.flush.offset.checkpoint.interval.ms'?: number;
   /** Cleaner steps (one segment mapped or one group rewritten) per tick, over all logs. Default: 4. */
   cleanerStepsPerTick?: number;
+  /** producer.id.expiration.ms for every log: how long an idle producer with no open transaction is remembered. Kafka's default: 86400000. */
+  producerIdExpirationMs?: number;
+  /** producer.id.expiration.check.interval.ms: how often expired producers are removed. Kafka's default: 600000. */
+  producerIdExpirationCheckIntervalMs?: number;
 }
 
 export interface ManagedLog {
@@ -176,6 +184,8 @@ export class LogManager {
   private readonly cleanerEnabled: boolean;
   private readonly checkpointMs: number;
   private readonly cleanerStepsPerTick: number;
+  private readonly producerIdExpirationMs: number;
+  private readonly producerExpirationCheckMs: number;
   private readonly intervals: NodeJS.Timeout[] = [];
   private cleanerTimer: NodeJS.Timeout | null = null;
   /** The log the cleaner was working on when its last tick ran out of steps. */
@@ -206,6 +216,11 @@ export class LogManager {
     this.cleanerEnabled = opts['log.cleaner.enable'] ?? true;
     this.checkpointMs = positive(opts['log.flush.offset.checkpoint.interval.ms'] ?? 60000, 'log.flush.offset.checkpoint.interval.ms');
     this.cleanerStepsPerTick = Math.max(1, Math.floor(opts.cleanerStepsPerTick ?? 4));
+    this.producerIdExpirationMs = opts.producerIdExpirationMs ?? 86400000;
+    if (!Number.isFinite(this.producerIdExpirationMs) || this.producerIdExpirationMs <= 0) {
+      throw new RangeError(`producerIdExpirationMs must be a positive number of milliseconds, not ${this.producerIdExpirationMs}`);
+    }
+    this.producerExpirationCheckMs = positive(opts.producerIdExpirationCheckIntervalMs ?? 600000, 'producerIdExpirationCheckIntervalMs');
   }
 
   /**
@@ -237,7 +252,7 @@ export class LogManager {
         const clean = fs.exists(join(dir, CLEAN_SHUTDOWN_FILE));
         let log: PartitionLog;
         try {
-          log = PartitionLog.open(dir, manager.configFor(parsed.topic), { fs, now: manager.now });
+          log = PartitionLog.open(dir, manager.configFor(parsed.topic), manager.openOptions());
         } catch (err) {
           throw new StorageError(`cannot open the log of ${name} in ${dataDir}: ${(err as Error).message}`, { cause: err });
         }
@@ -277,7 +292,7 @@ export class LogManager {
     const existing = this.entries.get(name);
     if (existing) return existing.log;
     const dir = join(this.dataDir, name);
-    const log = PartitionLog.open(dir, config ?? this.configFor(topic), { fs: this.fs, now: this.now });
+    const log = PartitionLog.open(dir, config ?? this.configFor(topic), this.openOptions());
     try {
       this.fs.syncDir(this.dataDir);
     } catch (err) {
@@ -352,7 +367,7 @@ export class LogManager {
       if (this.noteTruncation(entry)) this.writeCleanerCheckpoint();
       try {
         entry.log.close();
-        entry.log = PartitionLog.open(entry.dir, config, { fs: this.fs, now: this.now });
+        entry.log = PartitionLog.open(entry.dir, config, this.openOptions());
         entry.cleanerTruncationsSeen = entry.log.truncations;
         entry.cleaner = null;
         entry.uncleanable = false;
@@ -374,6 +389,7 @@ export class LogManager {
     this.every(this.retentionCheckMs, () => this.retentionTick());
     this.every(this.flushCheckMs, () => this.flushTick());
     this.every(this.checkpointMs, () => this.checkpointTick());
+    this.every(this.producerExpirationCheckMs, () => this.producerExpirationTick());
     if (this.cleanerEnabled) this.scheduleCleaner(this.cleanerBackoffMs);
     for (const path of this.leftoverDeletes.splice(0)) this.scheduleRemoval(path, 0);
     return this;
@@ -480,6 +496,15 @@ export class LogManager {
       if (!flushMsFinite(entry.log.config)) continue;
       this.onLog(entry, 'flush', (log) => void log.flushIfDue());
     }
+  }
+
+  private openOptions(): OpenOptions {
+    return { fs: this.fs, now: this.now, producerIdExpirationMs: this.producerIdExpirationMs, log: this.logger };
+  }
+
+  private producerExpirationTick(): void {
+    const now = this.now();
+    for (const entry of [...this.entries.values()]) this.onLog(entry, 'producer expiration', (log) => void log.removeExpiredProducers(now));
   }
 
   private checkpointTick(): void {

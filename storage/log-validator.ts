@@ -52,6 +52,15 @@ export interface ValidationContext {
   leaderEpoch: number;
   now: number /* ms */;
   config: LogConfig;
+  /**
+   * Who appends (Kafka's AppendOrigin); default 'client'. Only a client is
+   * refused idempotent batches without a sequence, as Kafka's LogValidator
+   * checks that for client appends alone (a coordinator writes
+   * transactional offset commits with sequence -1). Control batches are
+   * refused whatever the origin: markers go through the log's
+   * appendControlMarker.
+   */
+  origin?: 'client' | 'coordinator';
 }
 
 export interface AppendedBatch {
@@ -184,6 +193,7 @@ function validate(records: Buffer, ctx: ValidationContext, inPlace: boolean): Va
     if (!batchCrcValid(input, pos, size)) return fail(ErrorCode.CORRUPT_MESSAGE, `CRC mismatch in batch at byte ${pos}`);
 
     const attributes = input.readInt16BE(pos + ATTRIBUTES);
+    const fromClient = ctx.origin !== 'coordinator';
     if ((attributes & CONTROL) !== 0) return fail(ErrorCode.INVALID_RECORD, 'clients may not write control batches');
     const lastOffsetDelta = input.readInt32BE(pos + LAST_OFFSET_DELTA);
     const count = input.readInt32BE(pos + RECORD_COUNT);
@@ -192,7 +202,7 @@ function validate(records: Buffer, ctx: ValidationContext, inPlace: boolean): Va
       return fail(ErrorCode.INVALID_RECORD, `batch at byte ${pos} has ${count} records but lastOffsetDelta ${lastOffsetDelta}`);
     }
     // The sign of an int64 is the sign of its high 32 bits.
-    if (input.readInt32BE(pos + PRODUCER_ID) >= 0 && input.readInt32BE(pos + BASE_SEQUENCE) < 0) {
+    if (fromClient && input.readInt32BE(pos + PRODUCER_ID) >= 0 && input.readInt32BE(pos + BASE_SEQUENCE) < 0) {
       return fail(ErrorCode.INVALID_RECORD, `idempotent batch at byte ${pos} has a negative base sequence`);
     }
 

@@ -17,7 +17,7 @@
 import { join } from 'node:path';
 import { ErrorCode } from '../wire/errors.js';
 import { readPartitionCheckpoint, writePartitionCheckpoint } from './checkpoint.js';
-import { type Fs, nodeFs, writeFully } from './fs.js';
+import { type Fs, nodeFs, writeFileAtomic, writeFully } from './fs.js';
 import type { LogConfig } from './log-config.js';
 import { type ValidationResult, validateAndAssignOffsets } from './log-validator.js';
 import { type EpochEndOffset, LeaderEpochCache, type LeaderEpochs, UNDEFINED_EPOCH_OFFSET } from './leader-epoch-cache.js';
@@ -33,7 +33,34 @@ import {
   readRanges,
   segmentFileName,
 } from './segment.js';
-import { ATTRIBUTES, BASE_TIMESTAMP, PARTITION_LEADER_EPOCH, TIMESTAMP_TYPE_LOG_APPEND, decodeRecords } from '../wire/record-batch.js';
+import {
+  ATTRIBUTES,
+  BASE_SEQUENCE,
+  BASE_TIMESTAMP,
+  CONTROL,
+  LAST_OFFSET_DELTA,
+  PARTITION_LEADER_EPOCH,
+  PRODUCER_EPOCH,
+  PRODUCER_ID,
+  TIMESTAMP_TYPE_LOG_APPEND,
+  TRANSACTIONAL,
+  buildEndTxnMarkerBatch,
+  decodeRecords,
+  readEndTxnMarker,
+} from '../wire/record-batch.js';
+import {
+  type AppendOrigin,
+  type BatchMetadata,
+  type CompletedTxn,
+  DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+  type ProducerAppendInfo,
+  type ProducerStateError,
+  type ProducerStateLogger,
+  ProducerStateManager,
+  batchFirstOffset,
+  incrementSequence,
+} from './producer-state.js';
+import { TXN_INDEX_SUFFIX, encodeAbortedTxns } from './txn-index.js';
 
 export { type AppendedBatch, CorruptRecordError, type FileRange, type TimestampAndOffset, readRanges } from './segment.js';
 
@@ -58,6 +85,16 @@ function parseSwapFileName(name: string): { base: bigint; end: bigint } | null {
 }
 
 /**
+ * `<base>.txnindex.swap`: the aborted-transaction entries of the segments a
+ * cleaned segment replaces, named so before the `.log` swap file, and
+ * taking its final name with it. Without a `.log` swap it is a leftover of
+ * a swap that never happened.
+ */
+function txnIndexSwapFileName(base: bigint): string {
+  return segmentFileName(base, TXN_INDEX_SUFFIX) + '.swap';
+}
+
+/**
  * Finishes the swaps a crash interrupted: a swap file was only ever named
  * after it was whole and fsynced, so it wins over the segments it replaces,
  * which go (with every index in its range) before it takes its final name.
@@ -68,13 +105,15 @@ function completeSwaps(fs: Fs, dir: string, names: readonly string[]): void {
     const swap = parseSwapFileName(name);
     if (!swap) continue;
     for (const other of names) {
-      const m = /^(\d{20})\.(log|index|timeindex)$/.exec(other);
+      const m = /^(\d{20})\.(log|index|timeindex|txnindex)$/.exec(other);
       if (!m) continue;
       const base = BigInt(m[1]!);
       // The swap is renamed over the first segment's log file itself.
       if (base < swap.base || base >= swap.end || (base === swap.base && m[2] === 'log')) continue;
       if (fs.exists(join(dir, other))) fs.unlink(join(dir, other));
     }
+    const txnSwap = join(dir, txnIndexSwapFileName(swap.base));
+    if (fs.exists(txnSwap)) fs.rename(txnSwap, join(dir, segmentFileName(swap.base, TXN_INDEX_SUFFIX)));
     fs.rename(join(dir, name), join(dir, segmentFileName(swap.base, LOG_SUFFIX)));
     changed = true;
   }
@@ -147,7 +186,32 @@ export type ReadResult =
     }
   | { ok: false; errorCode: typeof ErrorCode.OFFSET_OUT_OF_RANGE; logStartOffset: bigint; logEndOffset: bigint };
 
-export type AppendResult = ValidationResult & { logStartOffset: bigint };
+/**
+ * What `append` and `appendControlMarker` answer. `duplicate` is set when
+ * the batch repeats one of its producer's last five: nothing was written,
+ * and firstOffset, lastOffset and logAppendTime are the original batch's
+ * (logAppendTime its stored max timestamp, as Kafka answers a duplicate).
+ */
+export type AppendResult = (Extract<ValidationResult, { ok: true }> & { logStartOffset: bigint; duplicate?: boolean }) | (Extract<ValidationResult, { ok: false }> & { logStartOffset: bigint });
+
+/** A transaction coordinator's COMMIT or ABORT for one producer (WriteTxnMarkers). */
+export interface ControlMarker {
+  producerId: bigint;
+  producerEpoch: number;
+  coordinatorEpoch: number;
+  commit: boolean;
+}
+
+/** One producer as DescribeProducers reports it. */
+export interface ActiveProducer {
+  producerId: bigint;
+  producerEpoch: number;
+  lastSequence: number;
+  lastTimestamp: bigint;
+  coordinatorEpoch: number;
+  /** First offset of the open transaction, -1n when none. */
+  currentTxnStartOffset: bigint;
+}
 
 export interface OpenOptions {
   fs?: Fs;
@@ -155,6 +219,32 @@ export interface OpenOptions {
   now?: () => number;
   /** Stamped on batches that `append` accepts. */
   leaderEpoch?: number;
+  /**
+   * producer.id.expiration.ms: a producer with no open transaction whose
+   * last timestamp is this old is forgotten by removeExpiredProducers (and
+   * not loaded from a snapshot). Kafka's default: 86400000 (one day).
+   */
+  producerIdExpirationMs?: number;
+  /** Where a corrupt producer snapshot is reported; a pino logger fits. */
+  log?: ProducerStateLogger;
+}
+
+/** The producer-state changes of one append, applied once its batches are written. */
+interface ProducerUpdate {
+  infos: ProducerAppendInfo[];
+  completed: CompletedTxn[];
+}
+
+type ProducerAnalysis =
+  | { kind: 'update'; update: ProducerUpdate }
+  | { kind: 'duplicate'; batch: BatchMetadata }
+  | { kind: 'error'; error: ProducerStateError };
+
+/** True when some batch in `batches` (laid out as `appended` says) has a producer id. */
+function hasProducerIds(batches: Buffer, appended: readonly AppendedBatch[]): boolean {
+  // The sign of an int64 is the sign of its high 32 bits.
+  for (const b of appended) if (batches.readInt32BE(b.position + PRODUCER_ID) >= 0) return true;
+  return false;
 }
 
 export class PartitionLog {
@@ -170,6 +260,8 @@ export class PartitionLog {
   private readonly now: () => number;
   private readonly leaderEpoch: number;
   private _truncations = 0;
+  /** The first unstable offset as the LSO uses it: never below the log start; null without transactions in doubt. */
+  private _firstUnstableOffset: bigint | null = null;
 
   private constructor(
     readonly dir: string,
@@ -178,6 +270,7 @@ export class PartitionLog {
     segments: LogSegment[],
     start: { logStartOffset: bigint; highWatermark: bigint; recoveryPoint: bigint },
     private readonly epochs: LeaderEpochCache,
+    private readonly producers: ProducerStateManager,
   ) {
     this.fs = opts.fs ?? nodeFs;
     this.now = opts.now ?? Date.now;
@@ -210,6 +303,7 @@ export class PartitionLog {
       completeSwaps(fs, dir, names);
       names = fs.readdir(dir);
     }
+    for (const name of names) if (/^\d{20}\.txnindex\.swap$/.test(name)) fs.unlink(join(dir, name));
     const bases = names
       .map(parseSegmentFileName)
       .filter((b): b is bigint => b !== null)
@@ -257,6 +351,7 @@ export class PartitionLog {
       if (highWatermark < logStartOffset) highWatermark = logStartOffset;
       if (highWatermark > logEndOffset) highWatermark = logEndOffset;
       const epochs = loadLeaderEpochs(fs, dir, clean, segments, recovered, logStartOffset, logEndOffset);
+      const producers = new ProducerStateManager(fs, dir, opts.producerIdExpirationMs ?? DEFAULT_PRODUCER_ID_EXPIRATION_MS, opts.log ?? null);
       const log = new PartitionLog(
         dir,
         config,
@@ -268,7 +363,9 @@ export class PartitionLog {
           recoveryPoint: logEndOffset, // clean, or everything above was just verified and fsynced
         },
         epochs,
+        producers,
       );
+      log.loadProducerState(clean, recovered.filter((seg) => segments.includes(seg)));
       if (clean) {
         // From here on a crash must lead to recovery.
         fs.unlink(markerPath);
@@ -296,9 +393,28 @@ export class PartitionLog {
     return this._highWatermark;
   }
 
-  /** Without transactions tracked yet, the last stable offset is the high watermark. Example: equals highWatermark. */
+  /**
+   * The last stable offset: every offset below it is decided (not part of
+   * an open transaction, nor of one whose marker the high watermark has not
+   * passed), so read_committed consumers may read up to it. The first
+   * unstable offset when it is below the high watermark, else the high
+   * watermark. Example: a transaction opened at 10n with the high watermark
+   * at 20n -> 10n; after its COMMIT marker at 20 and the high watermark at
+   * 21n -> 21n.
+   */
   get lastStableOffset(): bigint {
-    return this._highWatermark;
+    const fuo = this._firstUnstableOffset;
+    return fuo !== null && fuo < this._highWatermark ? fuo : this._highWatermark;
+  }
+
+  /**
+   * The earliest offset of a transaction that is open or whose marker is
+   * not yet below the high watermark, never below the log start; null when
+   * there is none. Example: null on a log without transactions; 10n while
+   * the transaction begun at 10 is open.
+   */
+  get firstUnstableOffset(): bigint | null {
+    return this._firstUnstableOffset;
   }
 
   /** True after an I/O error: appends fail with StorageError, reads go on. Example: false for a healthy log. */
@@ -331,7 +447,7 @@ export class PartitionLog {
    * batch headers in it rather than in a copy (see validateAndAssignOffsets),
    * and a failed validation still leaves it unchanged.
    */
-  append(records: Buffer, leaderEpoch: number = this.leaderEpoch, inPlace = false): AppendResult {
+  append(records: Buffer, leaderEpoch: number = this.leaderEpoch, inPlace = false, origin: Exclude<AppendOrigin, 'replication'> = 'client'): AppendResult {
     this.checkWritable();
     const result = validateAndAssignOffsets(
       records,
@@ -340,11 +456,142 @@ export class PartitionLog {
         leaderEpoch,
         now: this.now(),
         config: this.config,
+        origin,
       },
       { inPlace },
     );
-    if (result.ok) this.appendValidated(result.batches, result);
+    if (!result.ok) return { ...result, logStartOffset: this._logStartOffset };
+    let update: ProducerUpdate | null = null;
+    if (hasProducerIds(result.batches, result.appended)) {
+      const analysis = this.analyzeProducers(result.batches, result.appended, origin);
+      if (analysis.kind === 'error') {
+        return { ok: false, errorCode: analysis.error.errorCode, message: analysis.error.message, recordErrors: [], logStartOffset: this._logStartOffset };
+      }
+      if (analysis.kind === 'duplicate') {
+        const dup = analysis.batch;
+        return {
+          ...result,
+          firstOffset: batchFirstOffset(dup),
+          lastOffset: dup.lastOffset,
+          logAppendTime: dup.timestamp,
+          appended: [],
+          duplicate: true,
+          logStartOffset: this._logStartOffset,
+        };
+      }
+      update = analysis.update;
+    }
+    this.writeBatches(result.batches, result, update);
     return { ...result, logStartOffset: this._logStartOffset };
+  }
+
+  /**
+   * Writes a transaction marker for one producer (WriteTxnMarkers): one
+   * control batch at the log end, transactional and control attributes set,
+   * the producer's id and epoch, base sequence -1, timestamps now, one record
+   * holding the COMMIT or ABORT marker with the coordinator epoch (see
+   * buildEndTxnMarkerBatch). Refused, writing nothing, with
+   * INVALID_PRODUCER_EPOCH when the producer epoch is older than the
+   * producer's, and TRANSACTION_COORDINATOR_FENCED when the coordinator
+   * epoch is older than the last one that wrote a marker for it. The
+   * producer's open transaction ends: an ABORT adds its range to the active
+   * segment's aborted-transaction index. A marker for a producer with no
+   * open transaction is written all the same, as Kafka does.
+   *
+   * Example: a producer 7 (epoch 0) whose transactional batch sits at 10..12:
+   * appendControlMarker({ producerId: 7n, producerEpoch: 0, coordinatorEpoch:
+   * 1, commit: false }, 5) -> { ok: true, firstOffset: 13n, lastOffset: 13n,
+   * ... }; collectAbortedTransactions(0n, 14n) -> [{ producerId: 7n,
+   * firstOffset: 10n }], and the LSO moves past 13 once the high watermark does.
+   */
+  appendControlMarker(marker: ControlMarker, leaderEpoch: number = this.leaderEpoch): AppendResult {
+    this.checkWritable();
+    const offset = this.logEndOffset;
+    const now = BigInt(Math.trunc(this.now()));
+    const info = this.producers.prepareUpdate(marker.producerId, 'coordinator');
+    const checked = info.appendEndTxnMarker(marker.commit, marker.coordinatorEpoch, marker.producerEpoch, offset, now);
+    if (!checked.ok) {
+      return { ok: false, errorCode: checked.error.errorCode, message: checked.error.message, recordErrors: [], logStartOffset: this._logStartOffset };
+    }
+    const logAppendTime = this.config.messageTimestampType === 'LogAppendTime';
+    const batch = buildEndTxnMarkerBatch({
+      baseOffset: offset,
+      producerId: marker.producerId,
+      producerEpoch: marker.producerEpoch,
+      coordinatorEpoch: marker.coordinatorEpoch,
+      commit: marker.commit,
+      timestamp: now,
+      partitionLeaderEpoch: leaderEpoch,
+      logAppendTime,
+    });
+    const appended: AppendedBatch[] = [{ baseOffset: offset, lastOffset: offset, maxTimestamp: now, position: 0, size: batch.length }];
+    const result = {
+      ok: true as const,
+      batches: batch,
+      firstOffset: offset,
+      lastOffset: offset,
+      maxTimestamp: now,
+      offsetOfMaxTimestamp: offset,
+      logAppendTime: logAppendTime ? now : -1n,
+      appended,
+      recordCount: 1,
+    };
+    this.writeBatches(batch, result, { infos: [info], completed: checked.completed ? [checked.completed] : [] });
+    return { ...result, logStartOffset: this._logStartOffset };
+  }
+
+  /**
+   * The aborted transactions a read_committed fetch from `fetchOffset` must
+   * be told about when it returns data below `upperBoundOffset` (Kafka's
+   * collectAbortedTransactions): those whose range (first batch to marker)
+   * overlaps [fetchOffset, upperBoundOffset), from the aborted-transaction
+   * indexes of the segment holding fetchOffset and the later ones, until an
+   * entry's LSO shows that no later segment can add one.
+   *
+   * Example: producer 7 aborted a transaction spanning 10..13 (marker at
+   * 13): collectAbortedTransactions(0n, 11n) -> [{ producerId: 7n,
+   * firstOffset: 10n }]; collectAbortedTransactions(14n, 20n) -> [];
+   * collectAbortedTransactions(0n, 10n) -> [].
+   */
+  collectAbortedTransactions(fetchOffset: bigint, upperBoundOffset: bigint): { producerId: bigint; firstOffset: bigint }[] {
+    const out: { producerId: bigint; firstOffset: bigint }[] = [];
+    for (let i = this.segmentIndexFor(fetchOffset); i < this.segments.length; i++) {
+      const found = this.segments[i]!.txnIndex.collectAbortedTxns(fetchOffset, upperBoundOffset);
+      for (const t of found.abortedTransactions) out.push({ producerId: t.producerId, firstOffset: t.firstOffset });
+      if (found.isComplete) break;
+    }
+    return out;
+  }
+
+  /**
+   * Every producer the log knows (DescribeProducers): its epoch, last
+   * sequence (-1 when no batch of its current epoch is remembered), last
+   * timestamp, coordinator epoch and open transaction's first offset (-1n
+   * none). Example: after one idempotent batch of producer 7, epoch 0,
+   * sequences 0..2 -> [{ producerId: 7n, producerEpoch: 0, lastSequence: 2,
+   * lastTimestamp: <its max timestamp>, coordinatorEpoch: -1, currentTxnStartOffset: -1n }].
+   */
+  activeProducers(): ActiveProducer[] {
+    return [...this.producers.activeProducers().values()].map((e) => ({
+      producerId: e.producerId,
+      producerEpoch: e.producerEpoch,
+      lastSequence: e.lastSeq,
+      lastTimestamp: e.lastTimestamp,
+      coordinatorEpoch: e.coordinatorEpoch,
+      currentTxnStartOffset: e.currentTxnFirstOffset,
+    }));
+  }
+
+  /**
+   * Forgets the producers with no open transaction whose last timestamp is
+   * producer.id.expiration.ms or more before `nowMs` (Kafka's
+   * isProducerExpired); a later batch of theirs is then taken with any
+   * sequence. Returns how many went. Example: expiration 1000 and a producer
+   * whose last batch had max timestamp 5000: removeExpiredProducers(5999) ->
+   * 0, removeExpiredProducers(6000) -> 1.
+   */
+  removeExpiredProducers(nowMs: number = this.now()): number {
+    return this.producers.removeExpiredProducers(nowMs);
   }
 
   /**
@@ -363,6 +610,65 @@ export class PartitionLog {
       throw new RangeError(`append at offset ${info.firstOffset} is below the log end offset ${this.logEndOffset}`);
     }
     if (batches.length === 0) return;
+    let update: ProducerUpdate | null = null;
+    if (hasProducerIds(batches, info.appended)) {
+      const analysis = this.analyzeProducers(batches, info.appended, 'replication');
+      // Nothing refuses a replicated batch: the leader already took it.
+      if (analysis.kind === 'update') update = analysis.update;
+    }
+    this.writeBatches(batches, info, update);
+  }
+
+  /**
+   * Checks the batches that carry a producer id against the producer state
+   * (Kafka's analyzeAndValidateProducerState), batch by batch in order: a
+   * client's batch repeating one of its producer's last five (same epoch,
+   * same first and last sequence) makes the whole append a duplicate; the
+   * first refusal ends the check. Changes nothing.
+   */
+  private analyzeProducers(batches: Buffer, appended: readonly AppendedBatch[], origin: AppendOrigin): ProducerAnalysis {
+    const psm = this.producers;
+    const infos = new Map<bigint, ProducerAppendInfo>();
+    const completed: CompletedTxn[] = [];
+    for (const b of appended) {
+      const at = b.position;
+      const producerId = batches.readBigInt64BE(at + PRODUCER_ID);
+      if (producerId < 0n) continue;
+      const epoch = batches.readInt16BE(at + PRODUCER_EPOCH);
+      const attributes = batches.readInt16BE(at + ATTRIBUTES);
+      const baseSeq = batches.readInt32BE(at + BASE_SEQUENCE);
+      const lastSeq = baseSeq < 0 ? -1 : incrementSequence(baseSeq, batches.readInt32BE(at + LAST_OFFSET_DELTA));
+      if (origin === 'client') {
+        const dup = psm.lastEntry(producerId)?.findDuplicateBatch(epoch, baseSeq, lastSeq);
+        if (dup) return { kind: 'duplicate', batch: dup };
+      }
+      let info = infos.get(producerId);
+      if (!info) {
+        info = psm.prepareUpdate(producerId, origin);
+        infos.set(producerId, info);
+      }
+      if ((attributes & CONTROL) !== 0) {
+        const marker = readEndTxnMarker(batches.subarray(at, at + b.size));
+        // An emptied control batch (its transaction cleaned away) changes nothing.
+        if (marker === null) continue;
+        const r = info.appendEndTxnMarker(marker.commit, marker.coordinatorEpoch, epoch, b.baseOffset, b.maxTimestamp);
+        if (!r.ok) return { kind: 'error', error: r.error };
+        if (r.completed) completed.push(r.completed);
+        continue;
+      }
+      const error = info.appendDataBatch(epoch, baseSeq, lastSeq, b.maxTimestamp, b.baseOffset, b.lastOffset, (attributes & TRANSACTIONAL) !== 0);
+      if (error) return { kind: 'error', error };
+    }
+    return { kind: 'update', update: { infos: [...infos.values()], completed } };
+  }
+
+  /**
+   * Writes batches whose offsets are assigned and whose producer changes
+   * (if any) are checked, then applies those changes: producer entries,
+   * transactions begun and ended (an ABORT adding its entry to the active
+   * segment's aborted-transaction index) and the first unstable offset.
+   */
+  private writeBatches(batches: Buffer, info: AppendInfo, update: ProducerUpdate | null): void {
     this.guard('append', () => {
       if (this.active.shouldRoll(batches.length, info.maxTimestamp, info.lastOffset, this.now())) this.rollAt(info.firstOffset);
       this.active.append(batches, info.appended, info.lastOffset);
@@ -371,7 +677,10 @@ export class PartitionLog {
         const epoch = batches.readInt32BE(b.position + PARTITION_LEADER_EPOCH);
         if (epoch >= 0) this.epochs.assign(epoch, b.baseOffset);
       }
+      if (update !== null) this.applyProducerUpdate(update, this.active, true);
+      this.producers.updateMapEndOffset(info.lastOffset + 1n);
     });
+    if (update !== null) this.updateFirstUnstableOffset();
     this.unflushedMessages += Number(info.lastOffset - info.firstOffset + 1n);
     this.oldestUnflushedMs ??= this.now();
     this.flushIfDue();
@@ -540,7 +849,13 @@ export class PartitionLog {
   updateHighWatermark(offset: bigint): bigint {
     const end = this.logEndOffset;
     const next = offset > end ? end : offset;
-    if (next > this._highWatermark) this._highWatermark = next;
+    if (next > this._highWatermark) {
+      this._highWatermark = next;
+      if (this.producers.hasUnreplicatedTransactions) {
+        this.producers.onHighWatermarkUpdated(next);
+        this.updateFirstUnstableOffset();
+      }
+    }
     return this._highWatermark;
   }
 
@@ -562,13 +877,21 @@ export class PartitionLog {
     }
     this._truncations++;
     this.guard('truncate', () => {
-      while (this.segments.length > 1 && this.active.baseOffset >= offset) this.segments.pop()!.delete();
+      while (this.segments.length > 1 && this.active.baseOffset >= offset) {
+        const gone = this.segments.pop()!;
+        gone.delete();
+        this.producers.removeSnapshot(gone.baseOffset);
+      }
       this.active.truncateTo(offset);
       this.epochs.truncateFromEnd(offset);
       if (this._highWatermark > offset) this._highWatermark = offset;
       if (this.recoveryPoint > offset) this.recoveryPoint = offset;
       this.writeCheckpoint();
+      // As Kafka: reload from the newest snapshot at or below the new end and replay the rest.
+      this.rebuildProducerState(offset, false);
+      this.producers.onHighWatermarkUpdated(this._highWatermark);
     });
+    this.updateFirstUnstableOffset();
   }
 
   /**
@@ -591,6 +914,8 @@ export class PartitionLog {
       this._highWatermark = offset;
       this.recoveryPoint = offset;
       this.epochs.clear();
+      this.producers.truncateFullyAndStartAt(offset);
+      this._firstUnstableOffset = null;
       this.unflushedMessages = 0;
       this.oldestUnflushedMs = null;
       fresh.flush();
@@ -618,10 +943,16 @@ export class PartitionLog {
     this.guard('delete records', () => {
       this._logStartOffset = offset;
       if (this.active.size > 0 && this.active.nextOffset <= offset) this.rollAt(this.logEndOffset);
-      while (this.segments.length > 1 && this.segments[1]!.baseOffset <= offset) this.segments.shift()!.delete();
+      while (this.segments.length > 1 && this.segments[1]!.baseOffset <= offset) {
+        const gone = this.segments.shift()!;
+        gone.delete();
+        this.producers.removeSnapshot(gone.baseOffset);
+      }
       this.writeCheckpoint();
       this.epochs.truncateFromStart(offset);
+      this.producers.onLogStartOffsetIncremented(offset);
     });
+    this.updateFirstUnstableOffset();
     return { ok: true, lowWatermark: this._logStartOffset };
   }
 
@@ -697,10 +1028,13 @@ export class PartitionLog {
       if (first > this._logStartOffset) this._logStartOffset = first;
       this.writeCheckpoint();
       this.epochs.truncateFromStart(this._logStartOffset);
+      this.producers.onLogStartOffsetIncremented(this._logStartOffset);
       for (const seg of gone) seg.close();
       for (const seg of gone) seg.delete();
+      for (const seg of gone) this.producers.removeSnapshot(seg.baseOffset);
       this.fs.syncDir(this.dir);
     });
+    this.updateFirstUnstableOffset();
     return count;
   }
 
@@ -758,6 +1092,10 @@ export class PartitionLog {
     const end = this.segments[first + group.length]!.baseOffset;
     const cleanedPath = join(this.dir, segmentFileName(base, LOG_SUFFIX) + CLEANED_SUFFIX);
     const swapPath = join(this.dir, swapFileName(base, end));
+    // Cleaning keeps every transactional and control batch, so the group's aborted transactions stand as they were.
+    const abortedTxns = group.flatMap((seg) => seg.txnIndex.entries);
+    const txnCleanedPath = join(this.dir, segmentFileName(base, TXN_INDEX_SUFFIX) + CLEANED_SUFFIX);
+    const txnSwapPath = join(this.dir, txnIndexSwapFileName(base));
     let committed = false;
     try {
       this.guard('clean', () => {
@@ -773,10 +1111,15 @@ export class PartitionLog {
         } finally {
           this.fs.close(fd);
         }
+        if (abortedTxns.length > 0) {
+          writeFileAtomic(this.fs, txnCleanedPath, encodeAbortedTxns(abortedTxns));
+          this.fs.rename(txnCleanedPath, txnSwapPath);
+        }
         this.fs.rename(cleanedPath, swapPath);
         this.fs.syncDir(this.dir);
         committed = true;
         group.forEach((seg, k) => seg.unlinkFiles(k > 0));
+        if (abortedTxns.length > 0) this.fs.rename(txnSwapPath, join(this.dir, segmentFileName(base, TXN_INDEX_SUFFIX)));
         this.fs.rename(swapPath, group[0]!.file.path);
         this.fs.syncDir(this.dir);
         const fresh = LogSegment.open(this.fs, this.dir, base, this.config, this.now());
@@ -791,11 +1134,13 @@ export class PartitionLog {
         }
         this.segments.splice(first, group.length, fresh);
         for (const seg of group) seg.close();
+        // As Kafka: the snapshots at the bases of segments that went, go with them.
+        for (const seg of group) if (seg.baseOffset !== base) this.producers.removeSnapshot(seg.baseOffset);
       });
     } catch (err) {
       if (!committed) {
         try {
-          if (this.fs.exists(cleanedPath)) this.fs.unlink(cleanedPath);
+          for (const p of [cleanedPath, txnCleanedPath, txnSwapPath]) if (this.fs.exists(p)) this.fs.unlink(p);
         } catch {
           // The next open removes it.
         }
@@ -881,6 +1226,8 @@ export class PartitionLog {
         this.active.onBecomeInactive();
         this.active.flush();
         this.recoveryPoint = this.logEndOffset;
+        // A snapshot at the log end spares the next open a replay of the log.
+        this.producers.takeSnapshot();
         this.writeCheckpoint();
         const marker = this.fs.open(join(this.dir, CLEAN_SHUTDOWN_FILE), 'create');
         try {
@@ -897,6 +1244,123 @@ export class PartitionLog {
 
   private get active(): LogSegment {
     return this.segments[this.segments.length - 1]!;
+  }
+
+  /**
+   * Producer state at open (Kafka's LogLoader): stray snapshots go, then
+   * the state is rebuilt up to the log end. Segments that were just
+   * rescanned get their aborted-transaction indexes rebuilt too, by a
+   * replay from the newest snapshot at or below the first of them (Kafka
+   * recovers each such segment with the producer state at its base).
+   */
+  private loadProducerState(clean: boolean, recovered: readonly LogSegment[]): void {
+    this.producers.removeStraySnapshots(this.segments.map((s) => s.baseOffset));
+    for (const seg of recovered) seg.txnIndex.reset();
+    const indexFrom = recovered.length > 0 ? recovered[0]!.baseOffset : null;
+    this.rebuildProducerState(this.logEndOffset, clean, indexFrom);
+    this.producers.onHighWatermarkUpdated(this._highWatermark);
+    this.updateFirstUnstableOffset();
+    for (const seg of recovered) seg.txnIndex.flush();
+  }
+
+  /**
+   * Kafka's rebuildProducerState: producer state up to `lastOffset` from the
+   * newest snapshot at or below it (at or below `indexFrom` when given)
+   * plus a replay of the batches after it; snapshots are taken at the bases
+   * of the last two segments passed and at `lastOffset`. Two shortcuts, as
+   * Kafka: a log shut down cleanly without any snapshot (written before
+   * producer state was kept) gets empty snapshots instead of a scan, and a
+   * state with no producer that already reached `lastOffset` stays empty
+   * (a log no idempotent producer ever wrote to is never scanned). With
+   * `indexFrom`, segments from that base on take the ABORT entries the
+   * replay finds into their aborted-transaction indexes.
+   */
+  private rebuildProducerState(lastOffset: bigint, reloadFromCleanShutdown: boolean, indexFrom: bigint | null = null): void {
+    const psm = this.producers;
+    const segs = this.segments;
+    const offsetsToSnapshot = new Set<bigint>([segs[segs.length - 1]!.baseOffset, lastOffset]);
+    if (segs.length > 1) offsetsToSnapshot.add(segs[segs.length - 2]!.baseOffset);
+    if (indexFrom === null && reloadFromCleanShutdown && psm.latestSnapshotOffset() === null) {
+      for (const o of [...offsetsToSnapshot].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
+        psm.updateMapEndOffset(o);
+        psm.takeSnapshot();
+      }
+      return;
+    }
+    const isEmptyBeforeTruncation = indexFrom === null && psm.isEmpty && psm.mapEndOffset >= lastOffset;
+    psm.truncateAndReload(this._logStartOffset, indexFrom ?? lastOffset, this.now());
+    if (lastOffset > psm.mapEndOffset && !isEmptyBeforeTruncation) {
+      for (let i = this.segmentIndexFor(psm.mapEndOffset); i < segs.length; i++) {
+        const seg = segs[i]!;
+        if (seg.baseOffset >= lastOffset) break;
+        let start = seg.baseOffset;
+        if (psm.mapEndOffset > start) start = psm.mapEndOffset;
+        if (this._logStartOffset > start) start = this._logStartOffset;
+        psm.updateMapEndOffset(start);
+        if (offsetsToSnapshot.has(seg.baseOffset)) psm.takeSnapshot();
+        this.replaySegment(seg, start, lastOffset, indexFrom !== null && seg.baseOffset >= indexFrom);
+      }
+    }
+    psm.updateMapEndOffset(lastOffset);
+    psm.takeSnapshot();
+  }
+
+  /**
+   * Feeds the batches of `seg` holding offsets in [from, lastOffset) to the
+   * producer state as replicated data (nothing refused). Only headers are
+   * read, and the one record of a control batch.
+   */
+  private replaySegment(seg: LogSegment, from: bigint, lastOffset: bigint, writeIndex: boolean): void {
+    const psm = this.producers;
+    const cursor = new BatchCursor(seg.file, seg.offsetIndex.lookup(from).position, seg.size, false);
+    while (cursor.next()) {
+      if (cursor.lastOffset < from) continue;
+      if (cursor.baseOffset >= lastOffset) break;
+      const b = cursor.buf;
+      const at = cursor.at;
+      const producerId = b.readBigInt64BE(at + PRODUCER_ID);
+      if (producerId < 0n) continue;
+      const epoch = b.readInt16BE(at + PRODUCER_EPOCH);
+      const attributes = b.readInt16BE(at + ATTRIBUTES);
+      const info = psm.prepareUpdate(producerId, 'replication');
+      if ((attributes & CONTROL) !== 0) {
+        const whole = Buffer.allocUnsafe(cursor.size);
+        if (seg.file.read(whole, 0, cursor.size, cursor.position) !== cursor.size) break;
+        const marker = readEndTxnMarker(whole);
+        if (marker === null) continue;
+        const r = info.appendEndTxnMarker(marker.commit, marker.coordinatorEpoch, epoch, cursor.baseOffset, cursor.maxTimestamp);
+        psm.update(info);
+        if (r.ok && r.completed) this.applyProducerUpdate({ infos: [], completed: [r.completed] }, seg, writeIndex);
+        continue;
+      }
+      const baseSeq = b.readInt32BE(at + BASE_SEQUENCE);
+      const lastSeq = baseSeq < 0 ? -1 : incrementSequence(baseSeq, b.readInt32BE(at + LAST_OFFSET_DELTA));
+      info.appendDataBatch(epoch, baseSeq, lastSeq, cursor.maxTimestamp, cursor.baseOffset, cursor.lastOffset, (attributes & TRANSACTIONAL) !== 0);
+      psm.update(info);
+    }
+  }
+
+  /**
+   * Applies checked producer changes whose batches are in `seg`; an ABORT
+   * goes into the segment's aborted-transaction index (with the LSO it
+   * leaves) when `writeIndex`.
+   */
+  private applyProducerUpdate(update: ProducerUpdate, seg: LogSegment, writeIndex: boolean): void {
+    const psm = this.producers;
+    for (const info of update.infos) psm.update(info);
+    for (const txn of update.completed) {
+      const lastStableOffset = psm.lastStableOffset(txn);
+      if (txn.isAborted && writeIndex) {
+        seg.txnIndex.append({ producerId: txn.producerId, firstOffset: txn.firstOffset, lastOffset: txn.lastOffset, lastStableOffset });
+      }
+      psm.completeTxn(txn);
+    }
+  }
+
+  /** The first unstable offset from the producer state, raised to the log start (Kafka's maybeIncrementFirstUnstableOffset). */
+  private updateFirstUnstableOffset(): void {
+    const fuo = this.producers.firstUnstableOffset();
+    this._firstUnstableOffset = fuo === null ? null : fuo < this._logStartOffset ? this._logStartOffset : fuo;
   }
 
   /** Index of the segment holding `offset`: the last one whose base is not above it. */
@@ -921,6 +1385,9 @@ export class PartitionLog {
     old.flush();
     const fresh = LogSegment.create(this.fs, this.dir, baseOffset, this.config, this.now());
     this.segments.push(fresh);
+    // The producer state at the new base, so that recovering the new segment need not replay older ones.
+    this.producers.updateMapEndOffset(baseOffset);
+    this.producers.takeSnapshot();
     this.fs.syncDir(this.dir);
     // The old segment was synced in full: everything below the new one is durable.
     this.recoveryPoint = old.nextOffset;

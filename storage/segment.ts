@@ -1,7 +1,8 @@
 /**
  * One segment of a partition log: the `.log` file of whole RecordBatch v2
- * batches, stored verbatim, with its sparse offset index and time index. Files
- * are named by the segment's base offset in 20 digits.
+ * batches, stored verbatim, with its sparse offset index, time index and
+ * aborted-transaction index (`.txnindex`, only once a transaction aborts
+ * in it). Files are named by the segment's base offset in 20 digits.
  *
  * Invariants: batches in the file are whole and their offsets grow; `size` is
  * the byte length of the valid data (the file is never longer after a
@@ -27,6 +28,7 @@ import { type Fs, readFully, writeFully } from './fs.js';
 import type { LogConfig } from './log-config.js';
 import { OffsetIndex, type OffsetPosition } from './offset-index.js';
 import { TimeIndex } from './time-index.js';
+import { TXN_INDEX_SUFFIX, TransactionIndex } from './txn-index.js';
 
 export const LOG_SUFFIX = '.log';
 export const INDEX_SUFFIX = '.index';
@@ -320,6 +322,7 @@ export class LogSegment {
     readonly file: LogFile,
     readonly offsetIndex: OffsetIndex,
     readonly timeIndex: TimeIndex,
+    readonly txnIndex: TransactionIndex,
     /** When this segment object came to be, for segment.ms when batches carry no timestamp. */
     readonly createdMs: number,
   ) {
@@ -339,7 +342,7 @@ export class LogSegment {
 
   static create(fs: Fs, dir: string, baseOffset: bigint, config: LogConfig, nowMs: number): LogSegment {
     const logPath = join(dir, segmentFileName(baseOffset, LOG_SUFFIX));
-    for (const suffix of [INDEX_SUFFIX, TIME_INDEX_SUFFIX]) {
+    for (const suffix of [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX]) {
       const p = join(dir, segmentFileName(baseOffset, suffix));
       if (fs.exists(p)) fs.unlink(p);
     }
@@ -365,6 +368,7 @@ export class LogSegment {
       file,
       new OffsetIndex(fs, index(INDEX_SUFFIX), baseOffset, config.segmentIndexBytes, load),
       new TimeIndex(fs, index(TIME_INDEX_SUFFIX), baseOffset, config.segmentIndexBytes, load),
+      new TransactionIndex(fs, index(TXN_INDEX_SUFFIX)),
       nowMs,
     );
   }
@@ -394,7 +398,9 @@ export class LogSegment {
     const tail = this.rescanTail(true);
     if (tail) return tail;
     const timeProblem = this.timeIndex.sanityProblem(this.nextOffset);
-    return timeProblem ? `time index: ${timeProblem}` : null;
+    if (timeProblem) return `time index: ${timeProblem}`;
+    const txnProblem = this.txnIndex.sanityProblem();
+    return txnProblem ? `transaction index: ${txnProblem}` : null;
   }
 
   /**
@@ -715,6 +721,7 @@ export class LogSegment {
     this.size = cut.position;
     this.offsetIndex.truncateTo(cut.baseOffset);
     this.timeIndex.truncateTo(cut.baseOffset);
+    this.txnIndex.truncateTo(offset);
     if (cut.position === 0) this.firstBatchTimestamp = undefined;
     const problem = this.rescanTail(false);
     if (problem) throw new Error(`${this.file.path}: ${problem} after truncation`);
@@ -730,10 +737,12 @@ export class LogSegment {
     this.file.fsync();
     this.offsetIndex.flush();
     this.timeIndex.flush();
+    this.txnIndex.flush();
   }
 
   close(): void {
     this.file.close();
+    this.txnIndex.close();
   }
 
   /**
@@ -744,6 +753,7 @@ export class LogSegment {
     if (withLog && this.fs.exists(this.file.path)) this.fs.unlink(this.file.path);
     this.offsetIndex.delete();
     this.timeIndex.delete();
+    this.txnIndex.delete();
   }
 
   delete(): void {
@@ -751,5 +761,6 @@ export class LogSegment {
     if (this.fs.exists(this.file.path)) this.fs.unlink(this.file.path);
     this.offsetIndex.delete();
     this.timeIndex.delete();
+    this.txnIndex.delete();
   }
 }

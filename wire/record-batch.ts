@@ -653,3 +653,74 @@ function scanRecordsExact(buf: Buffer, start: number, end: number, count: number
   }
   return scan;
 }
+
+/** Control record types of a transaction marker (Kafka's ControlRecordType ABORT and COMMIT). */
+export const CONTROL_TYPE_ABORT = 0;
+export const CONTROL_TYPE_COMMIT = 1;
+
+/** What an end-transaction marker says (Kafka's EndTransactionMarker). */
+export interface EndTxnMarker {
+  commit: boolean;
+  coordinatorEpoch: number;
+}
+
+export interface EndTxnMarkerBatchOptions extends EndTxnMarker {
+  baseOffset: bigint;
+  producerId: bigint;
+  producerEpoch: number;
+  /** The record's and the batch's timestamp. */
+  timestamp: bigint;
+  partitionLeaderEpoch?: number;
+  /** Mark the batch LogAppendTime (a topic with message.timestamp.type=LogAppendTime). */
+  logAppendTime?: boolean;
+}
+
+/**
+ * The control batch a transaction coordinator's marker becomes, as Kafka
+ * writes it (MemoryRecords.withEndTransactionMarker): transactional and
+ * control attributes, the producer's id and epoch, base sequence -1, one
+ * record whose key is version int16 0 + type int16 (0 abort, 1 commit) and
+ * whose value is version int16 0 + coordinatorEpoch int32.
+ *
+ * Example: buildEndTxnMarkerBatch({ baseOffset: 5n, producerId: 9n,
+ * producerEpoch: 2, coordinatorEpoch: 3, commit: true, timestamp: 1000n })
+ * -> a 78-byte batch (header and one 17-byte record); readEndTxnMarker of it -> { commit: true, coordinatorEpoch: 3 }.
+ */
+export function buildEndTxnMarkerBatch(opts: EndTxnMarkerBatchOptions): Buffer {
+  const key = Buffer.alloc(4);
+  key.writeInt16BE(0, 0);
+  key.writeInt16BE(opts.commit ? CONTROL_TYPE_COMMIT : CONTROL_TYPE_ABORT, 2);
+  const value = Buffer.alloc(6);
+  value.writeInt16BE(0, 0);
+  value.writeInt32BE(opts.coordinatorEpoch, 2);
+  return buildBatch({
+    baseOffset: opts.baseOffset,
+    records: [{ key, value, timestamp: opts.timestamp }],
+    producerId: opts.producerId,
+    producerEpoch: opts.producerEpoch,
+    baseSequence: -1,
+    transactional: true,
+    control: true,
+    logAppendTime: opts.logAppendTime,
+    partitionLeaderEpoch: opts.partitionLeaderEpoch,
+    baseTimestamp: opts.timestamp,
+  });
+}
+
+/**
+ * The end-transaction marker held by the control batch at byte 0 of
+ * `batch`, or null when the batch is not a control batch, has no record
+ * (a cleaner may have emptied it) or its first record is not a COMMIT or
+ * ABORT marker (Kafka's raft control records share the control bit).
+ */
+export function readEndTxnMarker(batch: Buffer): EndTxnMarker | null {
+  if (batch.length < BATCH_HEADER_SIZE || (batch.readInt16BE(ATTRIBUTES) & CONTROL) === 0) return null;
+  const decoded = decodeRecords(batch);
+  if (!decoded.ok || decoded.records.length === 0) return null;
+  const { key, value } = decoded.records[0]!;
+  if (key === null || key.length < 4 || key.readInt16BE(0) < 0) return null;
+  const type = key.readInt16BE(2);
+  if (type !== CONTROL_TYPE_ABORT && type !== CONTROL_TYPE_COMMIT) return null;
+  if (value === null || value.length < 6) return null;
+  return { commit: type === CONTROL_TYPE_COMMIT, coordinatorEpoch: value.readInt32BE(2) };
+}
