@@ -9,6 +9,7 @@ import type { StaticBrokerConfig } from '../cluster/broker-configs.js';
 import type { MetadataStore } from '../cluster/metadata-image.js';
 import type { ReplicaManager } from '../cluster/replica-manager.js';
 import type { GroupCoordinator, GroupCoordinatorConfig } from '../cluster/group-coordinator.js';
+import type { TransactionCoordinator, TransactionCoordinatorConfig } from '../cluster/txn-coordinator.js';
 
 export interface BrokerSettings {
   readonly nodeId: number;
@@ -35,6 +36,11 @@ export interface BrokerSettings {
   readonly offsetsRetentionMinutes?: number;
   readonly offsetsRetentionCheckIntervalMs?: number;
   readonly offsetMetadataMaxBytes?: number;
+  /** transactional.id.expiration.ms and transaction.* settings of the transaction coordinator; Kafka's defaults when absent. */
+  readonly transactionalIdExpirationMs?: number;
+  readonly transactionMaxTimeoutMs?: number;
+  readonly transactionAbortTimedOutTransactionCleanupIntervalMs?: number;
+  readonly transactionRemoveExpiredTransactionCleanupIntervalMs?: number;
   /**
    * What the operator set at start and gregor's own config keys, for
    * DescribeConfigs and the broker-wide topic config defaults; none set
@@ -51,6 +57,8 @@ export interface BrokerServices {
   readonly replicas: ReplicaManager;
   /** The groups whose partition of __consumer_offsets this broker leads, and their committed offsets. */
   readonly groups: GroupCoordinator;
+  /** The transactional ids whose partition of __transaction_state this broker leads, and producer ids for all. */
+  readonly transactions: TransactionCoordinator;
   readonly log: Logger;
   /** The advertised versions table, built from the registry. */
   readonly apiVersions: readonly ApiVersionRange[];
@@ -66,6 +74,20 @@ export function groupCoordinatorConfig(settings: BrokerSettings): Partial<GroupC
   if (settings.offsetsRetentionMinutes !== undefined) c.offsetsRetentionMs = settings.offsetsRetentionMinutes * 60_000;
   if (settings.offsetsRetentionCheckIntervalMs !== undefined) c.offsetsRetentionCheckIntervalMs = settings.offsetsRetentionCheckIntervalMs;
   if (settings.offsetMetadataMaxBytes !== undefined) c.offsetMetadataMaxBytes = settings.offsetMetadataMaxBytes;
+  return c;
+}
+
+/** The transaction coordinator settings given in `settings`, by their TransactionCoordinatorConfig names. */
+export function transactionCoordinatorConfig(settings: BrokerSettings): Partial<TransactionCoordinatorConfig> {
+  const c: { -readonly [K in keyof TransactionCoordinatorConfig]?: TransactionCoordinatorConfig[K] } = {};
+  if (settings.transactionalIdExpirationMs !== undefined) c.transactionalIdExpirationMs = settings.transactionalIdExpirationMs;
+  if (settings.transactionMaxTimeoutMs !== undefined) c.transactionMaxTimeoutMs = settings.transactionMaxTimeoutMs;
+  if (settings.transactionAbortTimedOutTransactionCleanupIntervalMs !== undefined) {
+    c.abortTimedOutTransactionCleanupIntervalMs = settings.transactionAbortTimedOutTransactionCleanupIntervalMs;
+  }
+  if (settings.transactionRemoveExpiredTransactionCleanupIntervalMs !== undefined) {
+    c.removeExpiredTransactionalIdCleanupIntervalMs = settings.transactionRemoveExpiredTransactionCleanupIntervalMs;
+  }
   return c;
 }
 

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
 import { offsetCommit } from './offset-commit.js';
 import { offsetFetch } from './offset-fetch.js';
+import { partitionFor } from '../cluster/group-partition.js';
 import { groupServices, type GroupServices } from './group-test-support.js';
 import { callAt, testServices, type TestServices } from './test-services.js';
 
@@ -89,5 +90,32 @@ describe('OffsetFetch', () => {
     expect(v2).toMatchObject({ errorCode: ErrorCode.NOT_COORDINATOR, topics: [] });
     const v8 = await callAt(offsetFetch, 8, { groupId: '', topics: [], requireStable: false, groups: [{ groupId: 'g', memberId: null, memberEpoch: -1, topics: [{ name: 't', partitionIndexes: [0] }] }] }, s);
     expect(v8.groups).toEqual([{ groupId: 'g', errorCode: ErrorCode.NOT_COORDINATOR, topics: [] }]);
+  });
+
+  it('answers UNSTABLE_OFFSET_COMMIT with require_stable for a partition with a pending transactional offset, and the committed offset without it', async () => {
+    const s = await withCommit();
+    const pending = s.groups.commitTransactionalOffsets({
+      transactionalId: 'tx',
+      groupId: 'g',
+      producerId: 5n,
+      producerEpoch: 0,
+      generationId: -1,
+      memberId: '',
+      groupInstanceId: null,
+      topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 99n, committedLeaderEpoch: -1, committedMetadata: null }] }],
+    });
+    expect(pending[0]!.partitions[0]!.errorCode).toBe(0);
+    const stable = (v: number, requireStable: boolean) => callAt(offsetFetch, v, { ...ask('g', [{ name: 't', partitionIndexes: [0, 1] }]), requireStable }, s);
+    const unstable = { partitionIndex: 0, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode: ErrorCode.UNSTABLE_OFFSET_COMMIT };
+    const other = { partitionIndex: 1, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode: 0 };
+    expect((await stable(7, true)).topics[0]!.partitions).toEqual([unstable, other]);
+    expect((await stable(7, true)).errorCode).toBe(0);
+    expect((await stable(7, false)).topics[0]!.partitions[0]).toMatchObject({ committedOffset: 42n, errorCode: 0 });
+    // Before v7 the request cannot ask for stable offsets.
+    expect((await stable(6, true)).topics[0]!.partitions[0]).toMatchObject({ committedOffset: 42n, errorCode: 0 });
+    const v8 = await callAt(offsetFetch, 8, { groupId: '', topics: [], requireStable: true, groups: [{ groupId: 'g', memberId: null, memberEpoch: -1, topics: null }] }, s);
+    expect(v8.groups).toEqual([{ groupId: 'g', errorCode: 0, topics: [{ name: 't', partitions: [{ ...unstable }] }] }]);
+    s.groups.completeTransaction(partitionFor('g', 3), 5n, true);
+    expect((await stable(7, true)).topics[0]!.partitions[0]).toMatchObject({ committedOffset: 99n, errorCode: 0 });
   });
 });

@@ -8,11 +8,15 @@
  * own; v9 adds member id and epoch (KIP-848; a classic group ignores them).
  *
  * A partition without a commit, and every partition of a group this broker
- * does not know, answers offset -1, empty metadata and no error.
- * require_stable is satisfied at once: no transactional offset commit is
- * ever pending here. A group's error (NOT_COORDINATOR, ...) goes to each of
- * its partitions before v2; from v2 it is the group's error code alone,
- * without topics, as Kafka's OffsetFetchResponse.groupError builds it.
+ * does not know, answers offset -1, empty metadata and no error. Offsets
+ * of a transaction still open (TxnOffsetCommit) are never answered: without
+ * require_stable a partition answers its last committed offset; with it,
+ * a partition that has a pending transactional offset answers
+ * UNSTABLE_OFFSET_COMMIT (per partition, from v7, as Kafka's coordinator
+ * does), and the client retries. A group's error (NOT_COORDINATOR, ...)
+ * goes to each of its partitions before v2; from v2 it is the group's error
+ * code alone, without topics, as Kafka's OffsetFetchResponse.groupError
+ * builds it.
  */
 import { ErrorCode } from '../wire/errors.js';
 import { OffsetFetchRequest } from '../wire/messages/offset-fetch-request.js';
@@ -21,6 +25,7 @@ import type { OffsetFetchResult } from '../cluster/group-coordinator.js';
 import { defineHandler, type RequestContext } from './handler.js';
 
 const TOP_LEVEL_ERROR_VERSION = 2;
+const REQUIRE_STABLE_VERSION = 7;
 const MULTI_GROUP_VERSION = 8;
 
 interface GroupAsk {
@@ -66,7 +71,8 @@ export const offsetFetch = defineHandler<OffsetFetchRequest, OffsetFetchResponse
   maxVersion: 9,
   handle(req, ctx) {
     const v = ctx.apiVersion;
-    const groups = asks(req, v).map((ask) => ({ ask, result: ctx.services.groups.fetchOffsets(ask.groupId, ask.topics) }));
+    const requireStable = v >= REQUIRE_STABLE_VERSION && req.requireStable;
+    const groups = asks(req, v).map((ask) => ({ ask, result: ctx.services.groups.fetchOffsets(ask.groupId, ask.topics, requireStable) }));
     return body(groups, v);
   },
   errorResponse: (req: OffsetFetchRequest, errorCode: number, ctx: RequestContext) =>

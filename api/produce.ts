@@ -13,13 +13,16 @@
  * it) appends nothing and answers NOT_ENOUGH_REPLICAS; see
  * ReplicaManager.appendRecords. A topic whose compression.type names a codec
  * stores every batch with it, re-encoding those that came otherwise (see
- * storage/log-validator.ts). The transactional id is accepted and not yet
- * acted on.
+ * storage/log-validator.ts). Batches of idempotent and transactional producers
+ * are checked against the producer's state in the partition (duplicates
+ * answered with their first offsets, sequence gaps and old epochs refused),
+ * and a transactional batch only goes to a partition its transaction added
+ * (see unverifiedTransaction).
  */
 import { ProduceRequest } from '../wire/messages/produce-request.js';
 import { ProduceResponse, type PartitionProduceResponse, type TopicProduceResponse } from '../wire/messages/produce-response.js';
-import { ErrorCode } from '../wire/errors.js';
-import { ATTRIBUTES, BATCH_LENGTH, COMPRESSION_MASK, Compression, LOG_OVERHEAD, MAGIC, MAGIC_V2 } from '../wire/record-batch.js';
+import { ErrorCode, errorName } from '../wire/errors.js';
+import { ATTRIBUTES, BATCH_LENGTH, COMPRESSION_MASK, Compression, LOG_OVERHEAD, MAGIC, MAGIC_V2, PRODUCER_EPOCH, PRODUCER_ID, BATCH_HEADER_SIZE, TRANSACTIONAL } from '../wire/record-batch.js';
 import { appendError, type PartitionAppendResult } from '../cluster/replica-manager.js';
 import { autoCreateTopic } from './auto-create.js';
 import { NO_RESPONSE, defineHandler, type RequestContext } from './handler.js';
@@ -69,6 +72,38 @@ export function versionProblem(records: Buffer, version: number): PartitionAppen
   return null;
 }
 
+/**
+ * A transactional batch may only go to a partition its transaction added
+ * (Kafka's transaction verification, KIP-890): asked of the coordinator of
+ * `transactionalId`. INVALID_TXN_STATE when the partition was not added; the
+ * coordinator's own transient errors become NOT_ENOUGH_REPLICAS, which
+ * producers retry, as Kafka translates them. null when there is nothing to
+ * verify or the partition is in the transaction.
+ *
+ * Example: a batch of producer 7, epoch 0, transactional, to orders-1 after
+ * AddPartitionsToTxn added only orders-0 -> INVALID_TXN_STATE.
+ */
+function unverifiedTransaction(records: Buffer, transactionalId: string | null, topic: string, partition: number, ctx: RequestContext): PartitionAppendResult | null {
+  if (transactionalId === null || records.length < BATCH_HEADER_SIZE || records[MAGIC] !== MAGIC_V2) return null;
+  if ((records.readInt16BE(ATTRIBUTES) & TRANSACTIONAL) === 0) return null;
+  const producerId = records.readBigInt64BE(PRODUCER_ID);
+  if (producerId < 0n) return null;
+  const code = ctx.services.transactions.verifyPartition(transactionalId, producerId, records.readInt16BE(PRODUCER_EPOCH), topic, partition);
+  switch (code) {
+    case ErrorCode.NONE:
+      return null;
+    case ErrorCode.INVALID_TXN_STATE:
+      return appendError(code, 'Partition was not added to the transaction');
+    case ErrorCode.CONCURRENT_TRANSACTIONS:
+    case ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+    case ErrorCode.COORDINATOR_NOT_AVAILABLE:
+    case ErrorCode.NOT_COORDINATOR:
+      return appendError(ErrorCode.NOT_ENOUGH_REPLICAS, `Unable to verify the partition has been added to the transaction: ${errorName(code)}`);
+    default:
+      return appendError(code);
+  }
+}
+
 export const produce = defineHandler<ProduceRequest, ProduceResponse>({
   apiKey: 0,
   name: 'Produce',
@@ -105,7 +140,9 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
         const records = p.records ?? EMPTY;
         const result = !hasPartition
           ? appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-          : (versionProblem(records, ctx.apiVersion) ?? replicas.appendRecords(topic.name, p.index, records, acks));
+          : (versionProblem(records, ctx.apiVersion) ??
+            unverifiedTransaction(records, req.transactionalId, topic.name, p.index, ctx) ??
+            replicas.appendRecords(topic.name, p.index, records, acks));
         partitionResponses.push(partitionResponse(p.index, result));
       }
     }

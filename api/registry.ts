@@ -23,6 +23,7 @@ import { produce } from './produce.js';
 import { offsetCommit } from './offset-commit.js';
 import { offsetFetch } from './offset-fetch.js';
 import { offsetDelete } from './offset-delete.js';
+import { txnOffsetCommit } from './txn-offset-commit.js';
 import { joinGroup } from './join-group.js';
 import { heartbeat } from './heartbeat.js';
 import { leaveGroup } from './leave-group.js';
@@ -30,6 +31,13 @@ import { syncGroup } from './sync-group.js';
 import { describeGroups } from './describe-groups.js';
 import { listGroups } from './list-groups.js';
 import { deleteGroups } from './delete-groups.js';
+import { initProducerId } from './init-producer-id.js';
+import { addPartitionsToTxn } from './add-partitions-to-txn.js';
+import { addOffsetsToTxn } from './add-offsets-to-txn.js';
+import { endTxn } from './end-txn.js';
+import { describeTransactions } from './describe-transactions.js';
+import { listTransactions } from './list-transactions.js';
+import { describeProducers } from './describe-producers.js';
 
 export const HANDLERS: readonly ApiHandler[] = [
   produce,
@@ -58,6 +66,14 @@ export const HANDLERS: readonly ApiHandler[] = [
   incrementalAlterConfigs,
   deleteGroups,
   offsetDelete,
+  initProducerId,
+  addPartitionsToTxn,
+  addOffsetsToTxn,
+  endTxn,
+  describeTransactions,
+  listTransactions,
+  describeProducers,
+  txnOffsetCommit,
 ];
 
 export function handlerTable(handlers: readonly ApiHandler[] = HANDLERS): Map<number, ApiHandler> {

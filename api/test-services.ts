@@ -11,13 +11,16 @@ import { LocalMetadataStore } from '../cluster/local-metadata-store.js';
 import { ReplicaManager } from '../cluster/replica-manager.js';
 import { GroupCoordinator } from '../cluster/group-coordinator.js';
 import { replicaOffsetsStore } from '../cluster/group-store.js';
-import type { GroupTimer } from '../cluster/group-timer.js';
+import { ProducerIdManager } from '../cluster/producer-id-manager.js';
+import { TRANSACTION_STATE_TOPIC, TransactionCoordinator } from '../cluster/txn-coordinator.js';
+import { ManualGroupTimer, type GroupTimer } from '../cluster/group-timer.js';
 import { DEFAULT_LOG_CONFIG, type LogConfig } from '../storage/log-config.js';
 import { LogManager } from '../storage/log-manager.js';
 import type { Fs } from '../storage/fs.js';
 import { decode, encode } from '../wire/codec.js';
-import { NO_RESPONSE, groupCoordinatorConfig, type ApiHandler, type BrokerServices, type BrokerSettings, type RequestContext } from './handler.js';
+import { NO_RESPONSE, groupCoordinatorConfig, transactionCoordinatorConfig, type ApiHandler, type BrokerServices, type BrokerSettings, type RequestContext } from './handler.js';
 import { HANDLERS, advertisedVersions } from './registry.js';
+import { findCoordinator } from './find-coordinator.js';
 
 export interface TestServices extends BrokerServices {
   readonly dataDir: string;
@@ -40,6 +43,8 @@ export function testServices(
     followTopicConfigs?: boolean;
     /** The group coordinator's clock and timers; the system's (unref'd) when absent. */
     groupTimer?: GroupTimer;
+    /** The transaction coordinator's clock and timers; the system's (unref'd) when absent. */
+    txnTimer?: GroupTimer;
   } = {},
 ): TestServices {
   const full: BrokerSettings = { nodeId: 1, autoCreateTopicsEnable: true, numPartitions: 3, defaultReplicationFactor: 1, ...settings };
@@ -60,16 +65,27 @@ export function testServices(
     config: groupCoordinatorConfig(full),
     ...(opts.groupTimer ? { timer: opts.groupTimer } : {}),
   }).start();
+  const transactions = new TransactionCoordinator(
+    full.nodeId,
+    store,
+    replicaOffsetsStore(replicas, TRANSACTION_STATE_TOPIC),
+    replicas,
+    new ProducerIdManager(store, log),
+    log,
+    { config: transactionCoordinatorConfig(full), ...(opts.txnTimer ? { timer: opts.txnTimer } : {}) },
+  ).start();
   return {
     settings: full,
     metadata: store,
     replicas,
     groups,
+    transactions,
     log,
     apiVersions: advertisedVersions(HANDLERS),
     dataDir: dir,
     logs,
     async close() {
+      transactions.shutdown();
       groups.shutdown();
       replicas.stop();
       unfollow();
@@ -103,4 +119,21 @@ export async function callAt<Req, Res>(
   const back = decode<Res>(handler.response, version, encode(handler.response, version, res));
   if (!back.ok) throw new Error(back.error);
   return back.value;
+}
+
+export interface TxnServices extends TestServices {
+  readonly txnTimer: ManualGroupTimer;
+}
+
+/**
+ * Services for the transaction API tests: __transaction_state (3
+ * partitions) made through FindCoordinator, a topic `t` of 3 partitions,
+ * and a manual timer for the transaction coordinator.
+ */
+export async function txnServices(settings: Partial<BrokerSettings> = {}, dir?: string): Promise<TxnServices> {
+  const txnTimer = new ManualGroupTimer();
+  const s = testServices({ transactionStateLogNumPartitions: 3, transactionStateLogReplicationFactor: 1, transactionStateLogMinIsr: 1, ...settings }, dir, { txnTimer });
+  await findCoordinator.handle({ key: 'tx', keyType: 1, coordinatorKeys: [] }, ctxFor(s, 1));
+  if (!s.metadata.image().topics.has('t')) await s.metadata.createTopic({ name: 't', numPartitions: 3, replicationFactor: 1 });
+  return Object.assign(s, { txnTimer });
 }

@@ -27,8 +27,19 @@
  * come from an injectable GroupTimer; the system one is unref'd, and
  * `shutdown` cancels every timer and answers every parked request.
  *
- * Not implemented: the KIP-848 consumer protocol (ConsumerGroupHeartbeat)
- * and transactional offset commits.
+ * Transactional offset commits (TxnOffsetCommit) are written as a
+ * transactional batch of the producer and stay pending, invisible to
+ * OffsetFetch, until the transaction's marker lands in the same partition:
+ * `completeTransaction` then moves them to the committed offsets (COMMIT)
+ * or drops them (ABORT), as Kafka's OffsetMetadataManager does. A pending
+ * commit replaces a committed offset only if it was written after it, so
+ * that a mix of plain and transactional commits ends on the latest one.
+ * Record offsets: the loader takes them from the log; after loading, the
+ * shard counts them on from the log end, one per record appended and one
+ * per marker, which keeps their order (all this partition's writes pass
+ * through here or through a marker).
+ *
+ * Not implemented: the KIP-848 consumer protocol (ConsumerGroupHeartbeat).
  */
 import { ErrorCode } from '../wire/errors.js';
 import type { MetadataImage, MetadataStore } from './metadata-image.js';
@@ -36,10 +47,11 @@ import { GROUP_METADATA_TOPIC, partitionFor } from './group-partition.js';
 import { SystemGroupTimer, type GroupTimer } from './group-timer.js';
 import {
   groupMetadataRecord,
+  batchesIn,
   offsetCommitRecord,
   recordsBatch,
-  recordsIn,
   type CoordinatorRecord,
+  type TransactionalProducer,
   type GroupMetadataValueData,
   type OffsetCommitValueData,
 } from './group-records.js';
@@ -175,6 +187,28 @@ export interface OffsetCommitParams {
   }[];
 }
 
+export interface TxnOffsetCommitParams {
+  readonly transactionalId: string;
+  readonly groupId: string;
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+  /** -1 before TxnOffsetCommit v3, and for producers outside the group's membership. */
+  readonly generationId: number;
+  /** '' before v3. */
+  readonly memberId: string;
+  readonly groupInstanceId: string | null;
+  readonly topics: readonly {
+    readonly name: string;
+    readonly partitions: readonly {
+      readonly partitionIndex: number;
+      readonly committedOffset: bigint;
+      /** -1 when the commit carries none (before v2). */
+      readonly committedLeaderEpoch: number;
+      readonly committedMetadata: string | null;
+    }[];
+  }[];
+}
+
 export interface TopicPartitionErrors {
   name: string;
   partitions: { partitionIndex: number; errorCode: number }[];
@@ -222,35 +256,166 @@ export interface DescribedGroup {
   }[];
 }
 
+/** A committed or pending offset with the log offset of the record that wrote it. */
+interface OffsetEntry extends CommittedOffset {
+  readonly recordOffset: bigint;
+}
+
 /** Offsets by topic, then partition. */
-type GroupOffsets = Map<string, Map<number, CommittedOffset>>;
+type GroupOffsets = Map<string, Map<number, OffsetEntry>>;
 
-/** The groups and offsets of one partition of __consumer_offsets. */
-class Shard {
-  readonly groups = new Map<string, ClassicGroup>();
-  readonly offsets = new Map<string, GroupOffsets>();
+/** Offsets by group, then topic, then partition. */
+class OffsetTable {
+  readonly byGroup = new Map<string, GroupOffsets>();
 
-  constructor(readonly partition: number) {}
-
-  offsetOf(groupId: string, topic: string, partition: number): CommittedOffset | undefined {
-    return this.offsets.get(groupId)?.get(topic)?.get(partition);
+  get(groupId: string, topic: string, partition: number): OffsetEntry | undefined {
+    return this.byGroup.get(groupId)?.get(topic)?.get(partition);
   }
 
-  setOffset(groupId: string, topic: string, partition: number, o: CommittedOffset): void {
-    let byTopic = this.offsets.get(groupId);
-    if (!byTopic) this.offsets.set(groupId, (byTopic = new Map()));
+  set(groupId: string, topic: string, partition: number, o: OffsetEntry): void {
+    let byTopic = this.byGroup.get(groupId);
+    if (!byTopic) this.byGroup.set(groupId, (byTopic = new Map()));
     let byPartition = byTopic.get(topic);
     if (!byPartition) byTopic.set(topic, (byPartition = new Map()));
     byPartition.set(partition, o);
   }
 
-  removeOffset(groupId: string, topic: string, partition: number): void {
-    const byTopic = this.offsets.get(groupId);
+  remove(groupId: string, topic: string, partition: number): void {
+    const byTopic = this.byGroup.get(groupId);
     const byPartition = byTopic?.get(topic);
     if (!byTopic || !byPartition) return;
     byPartition.delete(partition);
     if (byPartition.size === 0) byTopic.delete(topic);
-    if (byTopic.size === 0) this.offsets.delete(groupId);
+    if (byTopic.size === 0) this.byGroup.delete(groupId);
+  }
+
+  *entries(): Generator<{ groupId: string; topic: string; partition: number; offset: OffsetEntry }> {
+    for (const [groupId, byTopic] of this.byGroup) {
+      for (const [topic, byPartition] of byTopic) {
+        for (const [partition, offset] of byPartition) yield { groupId, topic, partition, offset };
+      }
+    }
+  }
+}
+
+/**
+ * The groups and offsets of one partition of __consumer_offsets: the
+ * committed offsets, and the pending ones of open transactions by producer
+ * id (with, by group, the producers that have some pending).
+ */
+class Shard {
+  readonly groups = new Map<string, ClassicGroup>();
+  private readonly committed = new OffsetTable();
+  private readonly pending = new Map<bigint, OffsetTable>();
+  private readonly openTransactions = new Map<string, Set<bigint>>();
+  /** The log offset the next record appended here gets (see the file's comment on record offsets). */
+  nextOffset = 0n;
+
+  constructor(readonly partition: number) {}
+
+  /** The group's committed offsets. */
+  offsetsOf(groupId: string): GroupOffsets | undefined {
+    return this.committed.byGroup.get(groupId);
+  }
+
+  offsetOf(groupId: string, topic: string, partition: number): OffsetEntry | undefined {
+    return this.committed.get(groupId, topic, partition);
+  }
+
+  setOffset(groupId: string, topic: string, partition: number, o: OffsetEntry): void {
+    this.committed.set(groupId, topic, partition, o);
+  }
+
+  /** What a tombstone does: the committed offset goes, and so does every pending one of that partition. */
+  removeOffset(groupId: string, topic: string, partition: number): void {
+    this.committed.remove(groupId, topic, partition);
+    for (const producerId of [...(this.openTransactions.get(groupId) ?? [])]) {
+      this.pending.get(producerId)?.remove(groupId, topic, partition);
+      this.forgetIfDone(producerId, groupId);
+    }
+  }
+
+  /** Every committed offset, across groups. */
+  committedEntries(): Generator<{ groupId: string; topic: string; partition: number; offset: OffsetEntry }> {
+    return this.committed.entries();
+  }
+
+  setPending(producerId: bigint, groupId: string, topic: string, partition: number, o: OffsetEntry): void {
+    let table = this.pending.get(producerId);
+    if (!table) this.pending.set(producerId, (table = new OffsetTable()));
+    table.set(groupId, topic, partition, o);
+    let producers = this.openTransactions.get(groupId);
+    if (!producers) this.openTransactions.set(groupId, (producers = new Set()));
+    producers.add(producerId);
+  }
+
+  hasPendingOffset(groupId: string, topic: string, partition: number): boolean {
+    for (const producerId of this.openTransactions.get(groupId) ?? []) {
+      if (this.pending.get(producerId)?.get(groupId, topic, partition)) return true;
+    }
+    return false;
+  }
+
+  hasOpenTransactions(groupId: string): boolean {
+    return this.openTransactions.has(groupId);
+  }
+
+  /** The partitions of a group with a pending offset, each once. */
+  pendingPartitionsOf(groupId: string): { topic: string; partition: number }[] {
+    const seen = new Map<string, { topic: string; partition: number }>();
+    for (const producerId of this.openTransactions.get(groupId) ?? []) {
+      for (const [topic, byPartition] of this.pending.get(producerId)?.byGroup.get(groupId) ?? []) {
+        for (const partition of byPartition.keys()) seen.set(`${partition}:${topic}`, { topic, partition });
+      }
+    }
+    return [...seen.values()];
+  }
+
+  /** Every pending offset, across producers and groups. */
+  *pendingEntries(): Generator<{ groupId: string; topic: string; partition: number; offset: OffsetEntry }> {
+    for (const table of this.pending.values()) yield* table.entries();
+  }
+
+  /**
+   * The end of a producer's transaction: on commit its pending offsets
+   * become the committed ones, except where the committed offset was
+   * written later; on abort they go. How many were pending and how many
+   * were committed; null when the producer had none here.
+   */
+  completeTransaction(producerId: bigint, commit: boolean): { pending: number; committed: number } | null {
+    const table = this.pending.get(producerId);
+    if (!table) return null;
+    this.pending.delete(producerId);
+    let pending = 0;
+    let committed = 0;
+    for (const { groupId, topic, partition, offset } of table.entries()) {
+      pending++;
+      if (commit) {
+        const existing = this.committed.get(groupId, topic, partition);
+        if (!existing || offset.recordOffset > existing.recordOffset) {
+          this.committed.set(groupId, topic, partition, offset);
+          committed++;
+        }
+      }
+    }
+    for (const groupId of table.byGroup.keys()) this.forgetIfDone(producerId, groupId);
+    return { pending, committed };
+  }
+
+  /** Drops a deleted group's offsets, committed and pending. */
+  dropOffsetsOf(groupId: string): void {
+    this.committed.byGroup.delete(groupId);
+    for (const producerId of this.openTransactions.get(groupId) ?? []) this.pending.get(producerId)?.byGroup.delete(groupId);
+    for (const producerId of [...(this.openTransactions.get(groupId) ?? [])]) this.forgetIfDone(producerId, groupId);
+  }
+
+  private forgetIfDone(producerId: bigint, groupId: string): void {
+    const table = this.pending.get(producerId);
+    if (table && table.byGroup.has(groupId)) return;
+    const producers = this.openTransactions.get(groupId);
+    producers?.delete(producerId);
+    if (producers?.size === 0) this.openTransactions.delete(groupId);
+    if (table && table.byGroup.size === 0) this.pending.delete(producerId);
   }
 }
 
@@ -914,13 +1079,93 @@ export class GroupCoordinator {
         return { partitionIndex: x.partitionIndex, errorCode: ErrorCode.NONE };
       }),
     }));
+    let baseOffset = shard.nextOffset;
     if (records.length > 0) {
-      const appendError = this.append(shard, records);
-      if (appendError !== ErrorCode.NONE) return all(appendErrorToResponseError(appendError));
+      const appended = this.appendAt(shard, records);
+      if (appended.errorCode !== ErrorCode.NONE) return all(appendErrorToResponseError(appended.errorCode));
+      baseOffset = appended.baseOffset;
     }
     if (created) shard.groups.set(p.groupId, group);
-    for (const c of commits) shard.setOffset(p.groupId, c.topic, c.partition, c.offset);
+    commits.forEach((c, i) => shard.setOffset(p.groupId, c.topic, c.partition, { ...c.offset, recordOffset: baseOffset + BigInt(i) }));
     return answers;
+  }
+
+  /**
+   * TxnOffsetCommit for partitions the caller has checked exist: the
+   * offsets are written as a transactional batch of the producer and stay
+   * pending until `completeTransaction`. Every partition gets the error
+   * when the commit is refused as a whole (an append refused because the
+   * producer's epoch is old answers INVALID_PRODUCER_EPOCH, as Kafka 4.0's
+   * coordinator passes it through).
+   *
+   * Example: commitTransactionalOffsets({ transactionalId: 'tx', groupId: 'g',
+   * producerId: 7n, producerEpoch: 0, generationId: -1, memberId: '',
+   * groupInstanceId: null, topics: [{ name: 't', partitions: [{
+   * partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1,
+   * committedMetadata: null }] }] }) -> [{ name: 't', partitions: [{
+   * partitionIndex: 0, errorCode: 0 }] }], and t-0 stays at its previous
+   * commit for OffsetFetch until the transaction commits.
+   */
+  commitTransactionalOffsets(p: TxnOffsetCommitParams): TopicPartitionErrors[] {
+    const all = (errorCode: number): TopicPartitionErrors[] =>
+      p.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((x) => ({ partitionIndex: x.partitionIndex, errorCode })) }));
+    const pre = this.groupRequestError(p.groupId);
+    if (pre !== ErrorCode.NONE) return all(pre);
+    const shard = this.shardOf(p.groupId);
+    if (!shard) return all(ErrorCode.NOT_COORDINATOR);
+    const now = this.timer.now();
+    let group = shard.groups.get(p.groupId);
+    let created = false;
+    if (!group) {
+      if (p.generationId >= 0) return all(ErrorCode.ILLEGAL_GENERATION);
+      group = new ClassicGroup(p.groupId, { state: 'Empty', now });
+      created = true;
+    }
+    const error = txnCommitError(group, p);
+    if (error !== ErrorCode.NONE) return all(error);
+
+    const records: CoordinatorRecord[] = [];
+    const commits: { topic: string; partition: number; offset: CommittedOffset }[] = [];
+    const answers: TopicPartitionErrors[] = p.topics.map((t) => ({
+      name: t.name,
+      partitions: t.partitions.map((x) => {
+        const metadata = x.committedMetadata ?? '';
+        if (metadata.length > this.config.offsetMetadataMaxBytes) return { partitionIndex: x.partitionIndex, errorCode: ErrorCode.OFFSET_METADATA_TOO_LARGE };
+        const offset: CommittedOffset = { offset: x.committedOffset, leaderEpoch: x.committedLeaderEpoch, metadata, commitTimestampMs: now, expireTimestampMs: null };
+        commits.push({ topic: t.name, partition: x.partitionIndex, offset });
+        records.push(offsetCommitRecord(p.groupId, t.name, x.partitionIndex, offsetValue(offset)));
+        return { partitionIndex: x.partitionIndex, errorCode: ErrorCode.NONE };
+      }),
+    }));
+    let baseOffset = shard.nextOffset;
+    if (records.length > 0) {
+      const appended = this.appendAt(shard, records, { producerId: p.producerId, producerEpoch: p.producerEpoch });
+      if (appended.errorCode !== ErrorCode.NONE) return all(appendErrorToResponseError(appended.errorCode));
+      baseOffset = appended.baseOffset;
+    }
+    if (created) shard.groups.set(p.groupId, group);
+    commits.forEach((c, i) => shard.setPending(p.producerId, p.groupId, c.topic, c.partition, { ...c.offset, recordOffset: baseOffset + BigInt(i) }));
+    return answers;
+  }
+
+  /**
+   * A COMMIT or ABORT marker of `producerId` was appended to partition
+   * `offsetsPartition` of __consumer_offsets: on commit the producer's
+   * pending offsets there become committed (each unless the committed one
+   * was written after it); on abort they are dropped. A partition this
+   * broker does not coordinate is ignored.
+   *
+   * Example: after commitTransactionalOffsets with producer 7 put g's t-0 at
+   * 5 (pending), completeTransaction(partitionFor('g', 50), 7n, true) ->
+   * fetchOffsets('g', [{ name: 't', partitionIndexes: [0] }]) answers 5.
+   */
+  completeTransaction(offsetsPartition: number, producerId: bigint, commit: boolean): void {
+    const shard = this.shards.get(offsetsPartition);
+    if (!shard) return;
+    // The marker takes one offset of the log.
+    shard.nextOffset += 1n;
+    const done = shard.completeTransaction(producerId, commit);
+    if (done) this.log.info({ partition: offsetsPartition, producerId: String(producerId), commit, ...done }, 'completed transactional offset commits');
   }
 
   /** Kafka's ClassicGroup.validateOffsetCommit, for commits outside a transaction. */
@@ -945,8 +1190,12 @@ export class GroupCoordinator {
    * OffsetFetch for one group: the named partitions (-1 and no error for
    * those without a commit, and for every partition of a group this
    * coordinator does not know), or with `topics` null every committed one.
+   * Pending transactional offsets are never answered; with `requireStable`
+   * (OffsetFetch v7+) a partition that has one answers
+   * UNSTABLE_OFFSET_COMMIT instead of its committed offset, so that the
+   * client asks again once the transaction is over.
    */
-  fetchOffsets(groupId: string, topics: readonly { name: string; partitionIndexes: readonly number[] }[] | null): OffsetFetchResult {
+  fetchOffsets(groupId: string, topics: readonly { name: string; partitionIndexes: readonly number[] }[] | null, requireStable = false): OffsetFetchResult {
     const failed = (errorCode: number): OffsetFetchResult => ({
       errorCode,
       topics: (topics ?? []).map((t) => ({ name: t.name, partitions: t.partitionIndexes.map((i) => noOffset(i, errorCode)) })),
@@ -955,13 +1204,15 @@ export class GroupCoordinator {
     const shard = this.shardOf(groupId);
     if (!shard) return failed(ErrorCode.NOT_COORDINATOR);
     const group = shard.groups.get(groupId);
-    const offsets = group && !group.is('Dead') ? shard.offsets.get(groupId) : undefined;
+    const known = group !== undefined && !group.is('Dead');
+    const offsets = known ? shard.offsetsOf(groupId) : undefined;
+    const unstable = (topic: string, i: number): boolean => known && requireStable && shard.hasPendingOffset(groupId, topic, i);
     if (topics === null) {
       return {
         errorCode: ErrorCode.NONE,
         topics: [...(offsets ?? new Map<string, Map<number, CommittedOffset>>())].map(([name, byPartition]) => ({
           name,
-          partitions: [...byPartition].map(([i, o]) => fetched(i, o)),
+          partitions: [...byPartition].map(([i, o]) => (unstable(name, i) ? noOffset(i, ErrorCode.UNSTABLE_OFFSET_COMMIT) : fetched(i, o))),
         })),
       };
     }
@@ -970,6 +1221,7 @@ export class GroupCoordinator {
       topics: topics.map((t) => ({
         name: t.name,
         partitions: t.partitionIndexes.map((i) => {
+          if (unstable(t.name, i)) return noOffset(i, ErrorCode.UNSTABLE_OFFSET_COMMIT);
           const o = offsets?.get(t.name)?.get(i);
           return o ? fetched(i, o) : noOffset(i, ErrorCode.NONE);
         }),
@@ -977,7 +1229,11 @@ export class GroupCoordinator {
     };
   }
 
-  /** OffsetDelete: removes committed offsets of topics the group does not subscribe to. */
+  /**
+   * OffsetDelete: removes committed offsets of topics the group does not
+   * subscribe to; a partition's pending transactional offsets go with it
+   * (a tombstone is written when either exists).
+   */
   deleteOffsets(groupId: string, topics: readonly { name: string; partitions: readonly number[] }[]): OffsetDeleteResult {
     const pre = this.groupRequestError(groupId);
     if (pre !== ErrorCode.NONE) return { errorCode: pre, topics: [] };
@@ -992,7 +1248,7 @@ export class GroupCoordinator {
       name: t.name,
       partitions: t.partitions.map((partitionIndex) => {
         if (group.isSubscribedToTopic(t.name)) return { partitionIndex, errorCode: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC };
-        if (shard.offsetOf(groupId, t.name, partitionIndex)) {
+        if (shard.offsetOf(groupId, t.name, partitionIndex) || shard.hasPendingOffset(groupId, t.name, partitionIndex)) {
           records.push(offsetCommitRecord(groupId, t.name, partitionIndex, null));
           removed.push({ topic: t.name, partition: partitionIndex });
         }
@@ -1013,7 +1269,9 @@ export class GroupCoordinator {
    * the commit, for groups loaded without that time, and for simple groups);
    * a stable consumer group's offsets of topics it no longer subscribes to,
    * counted from the commit; a commit's own expire timestamp when it has
-   * one. An empty group left without offsets is deleted.
+   * one. An offset with a pending transactional commit of its partition
+   * stays until the transaction ends. An empty group left without offsets
+   * is deleted, unless a transaction of it is still open.
    */
   expireOffsets(): void {
     const now = this.timer.now();
@@ -1022,7 +1280,7 @@ export class GroupCoordinator {
       const expired: { groupId: string; topic: string; partition: number }[] = [];
       const deleted: string[] = [];
       for (const [groupId, group] of shard.groups) {
-        const offsets = shard.offsets.get(groupId);
+        const offsets = shard.offsetsOf(groupId);
         let allExpired = true;
         const base = this.expirationBase(group);
         if (offsets && base === null) allExpired = false;
@@ -1034,14 +1292,14 @@ export class GroupCoordinator {
             }
             for (const [partition, o] of byPartition) {
               const gone = o.expireTimestampMs !== null ? now >= o.expireTimestampMs : now - base(o) >= this.config.offsetsRetentionMs;
-              if (gone) {
+              if (gone && !shard.hasPendingOffset(groupId, topic, partition)) {
                 records.push(offsetCommitRecord(groupId, topic, partition, null));
                 expired.push({ groupId, topic, partition });
               } else allExpired = false;
             }
           }
         }
-        if (allExpired && group.is('Empty')) {
+        if (allExpired && group.is('Empty') && !shard.hasOpenTransactions(groupId)) {
           records.push(groupMetadataRecord(groupId, null));
           deleted.push(groupId);
         }
@@ -1127,7 +1385,10 @@ export class GroupCoordinator {
     };
   }
 
-  /** DeleteGroups for one group: only an empty group goes, with its offsets. */
+  /**
+   * DeleteGroups for one group: only an empty group goes, with its offsets,
+   * pending transactional ones included (one tombstone per partition).
+   */
   deleteGroup(groupId: string): number {
     if (this.stopped) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
     const shard = this.shardOf(groupId);
@@ -1136,13 +1397,16 @@ export class GroupCoordinator {
     if (!group || group.is('Dead')) return ErrorCode.GROUP_ID_NOT_FOUND;
     if (!group.is('Empty')) return ErrorCode.NON_EMPTY_GROUP;
     const records: CoordinatorRecord[] = [];
-    for (const [topic, byPartition] of shard.offsets.get(groupId) ?? []) {
+    for (const [topic, byPartition] of shard.offsetsOf(groupId) ?? []) {
       for (const partition of byPartition.keys()) records.push(offsetCommitRecord(groupId, topic, partition, null));
+    }
+    for (const { topic, partition } of shard.pendingPartitionsOf(groupId)) {
+      if (!shard.offsetOf(groupId, topic, partition)) records.push(offsetCommitRecord(groupId, topic, partition, null));
     }
     records.push(groupMetadataRecord(groupId, null));
     const error = this.append(shard, records);
     if (error !== ErrorCode.NONE) return appendErrorToResponseError(error);
-    shard.offsets.delete(groupId);
+    shard.dropOffsetsOf(groupId);
     this.dropGroup(shard, groupId);
     this.log.info({ group: groupId }, 'deleted group');
     return ErrorCode.NONE;
@@ -1177,20 +1441,19 @@ export class GroupCoordinator {
   /**
    * A deleted topic's committed offsets go with it, in every group, as
    * Kafka's coordinator drops them when the topic's partitions are deleted
-   * (a topic created again under the name starts without commits).
+   * (a topic created again under the name starts without commits); pending
+   * transactional ones too.
    */
   private deleteOffsetsOfTopics(topics: ReadonlySet<string>): void {
     for (const shard of this.shards.values()) {
       const records: CoordinatorRecord[] = [];
-      const removed: { groupId: string; topic: string; partition: number }[] = [];
-      for (const [groupId, byTopic] of shard.offsets) {
-        for (const [topic, byPartition] of byTopic) {
-          if (!topics.has(topic)) continue;
-          for (const partition of byPartition.keys()) {
-            records.push(offsetCommitRecord(groupId, topic, partition, null));
-            removed.push({ groupId, topic, partition });
-          }
-        }
+      const removed = new Map<string, { groupId: string; topic: string; partition: number }>();
+      for (const { groupId, topic, partition } of [...shard.committedEntries(), ...shard.pendingEntries()]) {
+        if (!topics.has(topic)) continue;
+        const key = JSON.stringify([groupId, topic, partition]);
+        if (removed.has(key)) continue;
+        records.push(offsetCommitRecord(groupId, topic, partition, null));
+        removed.set(key, { groupId, topic, partition });
       }
       if (records.length === 0) continue;
       const error = this.append(shard, records);
@@ -1198,24 +1461,37 @@ export class GroupCoordinator {
         this.log.warn({ partition: shard.partition, topics: [...topics], error }, 'cannot persist the removal of offsets of deleted topics');
         continue;
       }
-      for (const r of removed) shard.removeOffset(r.groupId, r.topic, r.partition);
+      for (const r of removed.values()) shard.removeOffset(r.groupId, r.topic, r.partition);
     }
   }
 
-  /** Replays a partition's records into a new shard, then starts the sessions of the members it holds. */
+  /**
+   * Replays a partition's records into a new shard, then starts the
+   * sessions of the members it holds. Offset commits of a transactional
+   * batch wait, by producer, for that producer's marker; a transaction
+   * without its marker yet stays pending.
+   */
   private load(partition: number): void {
     const shard = new Shard(partition);
     const now = this.timer.now();
     let records = 0;
     try {
       for (const chunk of this.store.read(partition)) {
-        for (const { offset, record } of recordsIn(chunk, (baseOffset, error) => this.log.warn({ partition, baseOffset, error }, 'skipping an unreadable batch of __consumer_offsets'))) {
-          records++;
-          if (record.kind === 'skipped') {
-            this.log.warn({ partition, offset: String(offset), reason: record.reason }, 'skipping a record of __consumer_offsets');
+        for (const batch of batchesIn(chunk, (baseOffset, error) => this.log.warn({ partition, baseOffset, error }, 'skipping an unreadable batch of __consumer_offsets'))) {
+          if (batch.lastOffset >= shard.nextOffset) shard.nextOffset = batch.lastOffset + 1n;
+          if (batch.kind === 'control') {
+            if (batch.commit !== null) shard.completeTransaction(batch.producerId, batch.commit);
             continue;
           }
-          this.replay(shard, record, now);
+          const producerId = batch.transactional ? batch.producerId : null;
+          for (const { offset, record } of batch.records) {
+            records++;
+            if (record.kind === 'skipped') {
+              this.log.warn({ partition, offset: String(offset), reason: record.reason }, 'skipping a record of __consumer_offsets');
+              continue;
+            }
+            this.replay(shard, record, offset, producerId, now);
+          }
         }
       }
     } catch (err) {
@@ -1227,10 +1503,15 @@ export class GroupCoordinator {
       for (const member of group.members.values()) this.rescheduleHeartbeat(shard, group, member);
       if (group.numMembers > this.config.maxSize) this.prepareRebalance(shard, group);
     }
-    if (records > 0) this.log.info({ partition, records, groups: shard.groups.size, offsets: shard.offsets.size }, 'loaded group coordinator state');
+    if (records > 0) {
+      const offsets = [...shard.committedEntries()].length;
+      const pending = [...shard.pendingEntries()].length;
+      this.log.info({ partition, records, groups: shard.groups.size, offsets, pending }, 'loaded group coordinator state');
+    }
   }
 
-  private replay(shard: Shard, r: CoordinatorRecord, now: number): void {
+  /** Applies one record read back at `recordOffset`; `producerId` is that of its transactional batch, else null. */
+  private replay(shard: Shard, r: CoordinatorRecord, recordOffset: bigint, producerId: bigint | null, now: number): void {
     if (r.kind === 'offset') {
       const { group: groupId, topic, partition } = r.key;
       if (r.value === null) {
@@ -1239,13 +1520,16 @@ export class GroupCoordinator {
       }
       if (!shard.groups.has(groupId)) shard.groups.set(groupId, new ClassicGroup(groupId, { state: 'Empty', now }));
       const v = r.value;
-      shard.setOffset(groupId, topic, partition, {
+      const entry: OffsetEntry = {
         offset: v.offset,
         leaderEpoch: v.leaderEpoch,
         metadata: v.metadata,
         commitTimestampMs: Number(v.commitTimestamp),
         expireTimestampMs: v.expireTimestamp === -1n ? null : Number(v.expireTimestamp),
-      });
+        recordOffset,
+      };
+      if (producerId === null) shard.setOffset(groupId, topic, partition, entry);
+      else shard.setPending(producerId, groupId, topic, partition, entry);
       return;
     }
     const groupId = r.key.group;
@@ -1291,12 +1575,25 @@ export class GroupCoordinator {
   }
 
   private append(shard: Shard, records: readonly CoordinatorRecord[]): number {
+    return this.appendAt(shard, records).errorCode;
+  }
+
+  /**
+   * Appends `records` as one batch (a transactional one of `producer` when
+   * given): the error code, and the log offset of the first record once
+   * written.
+   */
+  private appendAt(shard: Shard, records: readonly CoordinatorRecord[], producer?: TransactionalProducer): { errorCode: number; baseOffset: bigint } {
+    let errorCode: number;
     try {
-      return this.store.append(shard.partition, recordsBatch(records, this.timer.now()));
+      errorCode = this.store.append(shard.partition, recordsBatch(records, this.timer.now(), producer));
     } catch (err) {
       this.log.warn({ partition: shard.partition, err }, 'cannot append to __consumer_offsets');
-      return ErrorCode.UNKNOWN_SERVER_ERROR;
+      errorCode = ErrorCode.UNKNOWN_SERVER_ERROR;
     }
+    const baseOffset = shard.nextOffset;
+    if (errorCode === ErrorCode.NONE) shard.nextOffset += BigInt(records.length);
+    return { errorCode, baseOffset };
   }
 
   private emptyGroupValue(group: ClassicGroup): GroupMetadataValueData {
@@ -1351,6 +1648,23 @@ function groupFromValue(groupId: string, v: GroupMetadataValueData): ClassicGrou
   }
   group.subscribedTopics = group.computeSubscribedTopics();
   return group;
+}
+
+/**
+ * Kafka's ClassicGroup.validateOffsetCommit for transactional commits: as
+ * for plain ones, except that a request without member and generation
+ * (TxnOffsetCommit v0-v2) is taken whatever the group's state, and a group
+ * awaiting its assignment takes it too.
+ */
+function txnCommitError(group: ClassicGroup, p: TxnOffsetCommitParams): number {
+  if (group.is('Dead')) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  if (p.generationId < 0 && group.is('Empty')) return ErrorCode.NONE;
+  if (p.generationId >= 0 || p.memberId !== '' || p.groupInstanceId !== null) {
+    const error = group.memberError(p.memberId, p.groupInstanceId);
+    if (error !== ErrorCode.NONE) return error;
+    if (p.generationId !== group.generationId) return ErrorCode.ILLEGAL_GENERATION;
+  }
+  return ErrorCode.NONE;
 }
 
 function offsetValue(o: CommittedOffset): OffsetCommitValueData {

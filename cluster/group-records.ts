@@ -14,7 +14,7 @@
  */
 import { decode, encode } from '../wire/codec.js';
 import { Reader } from '../wire/reader.js';
-import { BATCH_LENGTH, CONTROL, LOG_OVERHEAD, MAGIC, MAGIC_V2, ATTRIBUTES, buildBatch, decodeRecords } from '../wire/record-batch.js';
+import { BATCH_LENGTH, CONTROL, LAST_OFFSET_DELTA, LOG_OVERHEAD, MAGIC, MAGIC_V2, ATTRIBUTES, PRODUCER_ID, TRANSACTIONAL, buildBatch, decodeRecords } from '../wire/record-batch.js';
 import { GroupMetadataKey } from '../wire/messages/group-metadata-key.js';
 import { GroupMetadataValue } from '../wire/messages/group-metadata-value.js';
 import { OffsetCommitKey } from '../wire/messages/offset-commit-key.js';
@@ -109,10 +109,24 @@ function decodeValue<T>(decl: typeof OffsetCommitValue, value: Buffer): T | stri
   return d.ok ? d.value : d.error;
 }
 
-/** One v2 batch holding `records`, as the coordinator appends them. */
-export function recordsBatch(records: readonly CoordinatorRecord[], now: number): Buffer {
+/** The producer of a transactional batch: TxnOffsetCommit's producer id and epoch. */
+export interface TransactionalProducer {
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+}
+
+/**
+ * One v2 batch holding `records`, as the coordinator appends them; with a
+ * producer, a transactional batch of that producer (no sequence number: the
+ * coordinator writes one batch per TxnOffsetCommit, not a producer's stream).
+ *
+ * Example: recordsBatch([offsetCommitRecord('g', 't', 0, value)], now, { producerId: 7n, producerEpoch: 2 })
+ * -> a batch with attributes 0x10, producerId 7, producerEpoch 2, baseSequence -1.
+ */
+export function recordsBatch(records: readonly CoordinatorRecord[], now: number, producer?: TransactionalProducer): Buffer {
   return buildBatch({
     baseTimestamp: BigInt(now),
+    ...(producer ? { producerId: producer.producerId, producerEpoch: producer.producerEpoch, baseSequence: -1, transactional: true } : {}),
     records: records.map((r) => {
       const { key, value } = serializeRecord(r);
       return { key, value, timestamp: BigInt(now) };
@@ -120,16 +134,38 @@ export function recordsBatch(records: readonly CoordinatorRecord[], now: number)
   });
 }
 
+/** A control record's type (the int16 after the key's version): a transaction's end. */
+const CONTROL_ABORT = 0;
+const CONTROL_COMMIT = 1;
+
 /**
- * Every coordinator record in `bytes` (whole stored batches, as a log read
- * returns them), in offset order, with the offset of each. Control batches
- * (transaction markers) and a truncated last batch are passed over; a batch
- * that does not decode is reported through `onBadBatch` and skipped.
+ * A stored batch of __consumer_offsets as the loader needs it: the records
+ * of a data batch with the producer that wrote them (-1 outside
+ * transactions), or a control batch; `lastOffset` is the batch's last offset.
+ * A control batch's `commit` is true for a COMMIT marker, false for an
+ * ABORT one, null for other control records (which end no transaction).
  */
-export function* recordsIn(
-  bytes: Buffer,
-  onBadBatch: (baseOffset: bigint, error: string) => void,
-): Generator<{ offset: bigint; record: CoordinatorRecord | SkippedRecord }> {
+export type OffsetsBatch =
+  | {
+      readonly kind: 'data';
+      readonly lastOffset: bigint;
+      readonly producerId: bigint;
+      readonly transactional: boolean;
+      readonly records: readonly { readonly offset: bigint; readonly record: CoordinatorRecord | SkippedRecord }[];
+    }
+  | { readonly kind: 'control'; readonly lastOffset: bigint; readonly producerId: bigint; readonly commit: boolean | null };
+
+/**
+ * Every batch in `bytes` (whole stored batches, as a log read returns them),
+ * in offset order. A truncated last batch is passed over; a batch that does
+ * not decode is reported through `onBadBatch` and skipped.
+ *
+ * Example: a transactional batch of producer 7 holding one offset commit at
+ * offset 4, then producer 7's COMMIT marker at 5 -> { kind: 'data',
+ * lastOffset: 4n, producerId: 7n, transactional: true, records: [...] },
+ * { kind: 'control', lastOffset: 5n, producerId: 7n, commit: true }.
+ */
+export function* batchesIn(bytes: Buffer, onBadBatch: (baseOffset: bigint, error: string) => void): Generator<OffsetsBatch> {
   let at = 0;
   while (at + LOG_OVERHEAD <= bytes.length) {
     const size = LOG_OVERHEAD + bytes.readInt32BE(at + BATCH_LENGTH);
@@ -141,15 +177,49 @@ export function* recordsIn(
       onBadBatch(baseOffset, `magic ${batch[MAGIC]} is not 2`);
       continue;
     }
-    if ((batch.readInt16BE(ATTRIBUTES) & CONTROL) !== 0) continue;
     const decoded = decodeRecords(batch);
     if (!decoded.ok) {
       onBadBatch(baseOffset, decoded.error);
       continue;
     }
-    for (const r of decoded.records) {
-      yield { offset: baseOffset + BigInt(r.offsetDelta), record: deserializeRecord(r.key, r.value) };
+    const attributes = batch.readInt16BE(ATTRIBUTES);
+    const lastOffset = baseOffset + BigInt(batch.readInt32BE(LAST_OFFSET_DELTA));
+    const producerId = batch.readBigInt64BE(PRODUCER_ID);
+    if ((attributes & CONTROL) !== 0) {
+      yield { kind: 'control', lastOffset, producerId, commit: markerResult(decoded.records[0]?.key ?? null) };
+      continue;
     }
+    yield {
+      kind: 'data',
+      lastOffset,
+      producerId,
+      transactional: (attributes & TRANSACTIONAL) !== 0,
+      records: decoded.records.map((r) => ({ offset: baseOffset + BigInt(r.offsetDelta), record: deserializeRecord(r.key, r.value) })),
+    };
+  }
+}
+
+/** What a control record's key says of its transaction: committed, aborted, or null for another kind of control record. */
+function markerResult(key: Buffer | null): boolean | null {
+  if (key === null || key.length < 4) return null;
+  const type = key.readInt16BE(2);
+  if (type === CONTROL_COMMIT) return true;
+  if (type === CONTROL_ABORT) return false;
+  return null;
+}
+
+/**
+ * Every coordinator record in `bytes`, in offset order, with the offset of
+ * each, whatever producer wrote it. Control batches (transaction markers)
+ * and a truncated last batch are passed over; a batch that does not decode
+ * is reported through `onBadBatch` and skipped.
+ */
+export function* recordsIn(
+  bytes: Buffer,
+  onBadBatch: (baseOffset: bigint, error: string) => void,
+): Generator<{ offset: bigint; record: CoordinatorRecord | SkippedRecord }> {
+  for (const batch of batchesIn(bytes, onBadBatch)) {
+    if (batch.kind === 'data') for (const { offset, record } of batch.records) yield { offset, record };
   }
 }
 

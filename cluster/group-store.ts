@@ -1,7 +1,9 @@
 /**
- * The group coordinator's partitions of __consumer_offsets, reached through
- * the replica manager like any partition: appends as their leader with
- * acks=all, reads from the log start to the log end for loading.
+ * A coordinator's partitions of its internal topic (__consumer_offsets for
+ * the group coordinator, __transaction_state for the transaction
+ * coordinator), reached through the replica manager like any partition:
+ * appends as their leader with acks=all and the coordinator origin, reads
+ * from the log start to the log end for loading.
  */
 import { BATCH_LENGTH, LAST_OFFSET_DELTA, LOG_OVERHEAD } from '../wire/record-batch.js';
 import { GROUP_METADATA_TOPIC } from './group-partition.js';
@@ -11,13 +13,18 @@ import type { ReplicaManager } from './replica-manager.js';
 /** How much of a partition one read brings in while loading. */
 const LOAD_CHUNK_BYTES = 5 * 1024 * 1024;
 
-export function replicaOffsetsStore(replicas: ReplicaManager): OffsetsTopicStore {
+/**
+ * Example: replicaOffsetsStore(replicas) serves the group coordinator;
+ * replicaOffsetsStore(replicas, '__transaction_state') the transaction
+ * coordinator.
+ */
+export function replicaOffsetsStore(replicas: ReplicaManager, topic: string = GROUP_METADATA_TOPIC): OffsetsTopicStore {
   return {
     append(partition, batch) {
-      return replicas.appendRecords(GROUP_METADATA_TOPIC, partition, batch, -1).errorCode;
+      return replicas.appendRecords(topic, partition, batch, -1, 'coordinator').errorCode;
     },
     *read(partition) {
-      const log = replicas.logFor(GROUP_METADATA_TOPIC, partition);
+      const log = replicas.logFor(topic, partition);
       if (!log) return;
       const end = log.logEndOffset;
       let offset = log.logStartOffset;

@@ -105,6 +105,9 @@ export class OffsetsTopicMetadata implements MetadataStore {
   alterBrokerConfigs(): never {
     throw new Error('not in this fake');
   }
+  allocateProducerIdBlock(): never {
+    throw new Error('not in this fake');
+  }
   async close(): Promise<void> {}
 }
 

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { readFileIfExists, writeFileAtomic } from '../storage/atomic-file.js';
 import {
   buildImage,
+  PRODUCER_ID_BLOCK_SIZE,
   UnknownTopicError,
   type BrokerRegistration,
   type DynamicBrokerConfigs,
@@ -44,6 +45,8 @@ interface StoredMetadata {
   topics: StoredTopic[];
   /** Dynamic broker configs; absent in files written before they existed. */
   brokerConfigs?: StoredBrokerConfigs;
+  /** The first producer id of the next block, in decimal; absent until a block is handed out. */
+  nextProducerId?: string;
 }
 
 interface StoredBrokerConfigs {
@@ -149,6 +152,15 @@ export class LocalMetadataStore implements MetadataStore {
     if (nodeId !== null && Object.keys(configs).length === 0) delete brokerConfigs.perBroker[String(nodeId)];
     this.commit({ ...this.stored, brokerConfigs });
     return this.current.dynamicBrokerConfigs;
+  }
+
+  async allocateProducerIdBlock(): Promise<{ firstProducerId: bigint; size: number }> {
+    const first = BigInt(this.stored.nextProducerId ?? '0');
+    const next: StoredMetadata = { ...this.stored, nextProducerId: String(first + BigInt(PRODUCER_ID_BLOCK_SIZE)) };
+    // The image does not change, so no listener hears of it.
+    writeFileAtomic(this.path, JSON.stringify(next, null, 1));
+    this.stored = next;
+    return { firstProducerId: first, size: PRODUCER_ID_BLOCK_SIZE };
   }
 
   subscribe(listener: (image: MetadataImage) => void): () => void {

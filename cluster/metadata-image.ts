@@ -114,8 +114,20 @@ export interface MetadataStore {
    * already been seen by every listener). Returns the function that stops it.
    */
   subscribe(listener: (image: MetadataImage) => void): () => void;
+  /**
+   * Hands out the next block of producer ids (1000, as Kafka's controller
+   * does), persisted before it resolves so that no id is handed out twice,
+   * across restarts and brokers. The first block starts at 0.
+   *
+   * Example: on a new store -> { firstProducerId: 0n, size: 1000 }, then
+   * { firstProducerId: 1000n, size: 1000 }.
+   */
+  allocateProducerIdBlock(): Promise<{ firstProducerId: bigint; size: number }>;
   close(): Promise<void>;
 }
+
+/** How many producer ids one allocateProducerIdBlock hands out (Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE). */
+export const PRODUCER_ID_BLOCK_SIZE = 1000;
 
 export function buildImage(
   clusterId: string,

@@ -13,9 +13,10 @@
 import { ErrorCode } from '../wire/errors.js';
 import { diskSpace } from '../storage/disk-space.js';
 import type { LogManager } from '../storage/log-manager.js';
-import { CorruptRecordError, type FileRange, type PartitionLog, StorageError } from '../storage/log.js';
+import { type ActiveProducer, CorruptRecordError, type FileRange, type PartitionLog, StorageError } from '../storage/log.js';
 import type { MetadataImage, MetadataStore, PartitionState } from './metadata-image.js';
 import { INTERNAL_TOPICS } from './topic-names.js';
+import { GROUP_METADATA_TOPIC } from './group-partition.js';
 
 /** The little of a logger the manager needs; a pino logger fits. */
 export interface ReplicaLogger {
@@ -91,7 +92,11 @@ export interface LogReadResult {
   highWatermark: bigint;
   lastStableOffset: bigint;
   logStartOffset: bigint;
-  /** null unless the read was read_committed: [] then, until transactions exist. */
+  /**
+   * null unless the read was read_committed; then the aborted transactions
+   * overlapping the returned range (up to the last stable offset), which the
+   * client uses to drop aborted records.
+   */
   abortedTransactions: AbortedTransaction[] | null;
 }
 
@@ -151,6 +156,8 @@ export class ReplicaManager {
   /** Parked fetches by partition, woken by appends to it. */
   private readonly fetchWaiters = new Map<string, Set<FetchWaiter>>();
   private fetchWaitersClosed = false;
+  /** Told of every transaction marker written to a partition of __consumer_offsets (see writeMarkers). */
+  onOffsetsTxnMarker: ((partition: number, producerId: bigint, commit: boolean) => void) | null = null;
   /**
    * The topic id behind the logs of each topic this broker holds, by name: a
    * topic deleted and created again under its name comes back with a new id,
@@ -194,7 +201,9 @@ export class ReplicaManager {
   /**
    * Appends `records` (one Produce partition's bytes) to the partition's log as
    * its leader. Never throws: every problem is the partition's error code.
-   * `acks` is checked by the caller (-1, 0 or 1).
+   * `acks` is checked by the caller (-1, 0 or 1). `origin` 'coordinator' is
+   * for the group and transaction coordinators' own records, which storage
+   * checks as Kafka checks AppendOrigin.COORDINATOR (no sequence numbers).
    *
    * With acks=-1 the ISR must hold at least min.insync.replicas replicas, or
    * all of them when the partition has fewer replicas than that (Kafka's
@@ -210,7 +219,7 @@ export class ReplicaManager {
    * watermark becomes 3n. With replicas [1, 2, 3], ISR [1] and
    * min.insync.replicas 2: acks -1 -> NOT_ENOUGH_REPLICAS, acks 1 -> appended.
    */
-  appendRecords(topic: string, partition: number, records: Buffer, acks: number): PartitionAppendResult {
+  appendRecords(topic: string, partition: number, records: Buffer, acks: number, origin: 'client' | 'coordinator' = 'client'): PartitionAppendResult {
     const state = this.partitionState(topic, partition);
     if (!state) return appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
     if (state.leader !== this.nodeId) return appendError(ErrorCode.NOT_LEADER_OR_FOLLOWER);
@@ -234,7 +243,7 @@ export class ReplicaManager {
     }
     try {
       // `records` is a view into the request frame, which nothing reads after the handler.
-      const result = log.append(records, state.leaderEpoch, true);
+      const result = log.append(records, state.leaderEpoch, true, origin);
       if (!result.ok) {
         return {
           errorCode: result.errorCode,
@@ -262,6 +271,72 @@ export class ReplicaManager {
       }
       throw err;
     }
+  }
+
+  /**
+   * Writes one transaction marker (COMMIT or ABORT control batch) to each of
+   * `partitions` as their leader, as Kafka's WriteTxnMarkers does on the
+   * partition leader: the marker closes the producer's transaction there,
+   * moves the last stable offset, and on an abort records the transaction in
+   * the aborted-transaction index. Resolves one error code per partition;
+   * never throws. After a marker lands in a partition of __consumer_offsets,
+   * `onOffsetsTxnMarker` learns of it, so the group coordinator can make the
+   * transaction's offsets visible or drop them.
+   *
+   * Example: writeMarkers({ producerId: 7n, producerEpoch: 0, coordinatorEpoch:
+   * 1, commit: true, partitions: [{ topic: 'orders', partition: 0 }] }) ->
+   * [{ topic: 'orders', partition: 0, errorCode: 0 }], and read_committed
+   * fetches of orders-0 then read past producer 7's records.
+   */
+  async writeMarkers(req: {
+    producerId: bigint;
+    producerEpoch: number;
+    coordinatorEpoch: number;
+    commit: boolean;
+    partitions: readonly { topic: string; partition: number }[];
+  }): Promise<{ topic: string; partition: number; errorCode: number }[]> {
+    return req.partitions.map(({ topic, partition }) => ({ topic, partition, errorCode: this.writeMarker(topic, partition, req) }));
+  }
+
+  private writeMarker(
+    topic: string,
+    partition: number,
+    m: { producerId: bigint; producerEpoch: number; coordinatorEpoch: number; commit: boolean },
+  ): number {
+    const state = this.partitionState(topic, partition);
+    if (!state) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    if (state.leader !== this.nodeId) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
+    let log: PartitionLog;
+    try {
+      log = this.logs.getOrCreate(topic, partition);
+    } catch (err) {
+      this.log.warn({ topic, partition, err }, 'cannot open partition log');
+      return ErrorCode.KAFKA_STORAGE_ERROR;
+    }
+    try {
+      const result = log.appendControlMarker(m, state.leaderEpoch);
+      if (!result.ok) return result.errorCode;
+    } catch (err) {
+      if (err instanceof StorageError) return ErrorCode.KAFKA_STORAGE_ERROR;
+      throw err;
+    }
+    log.updateHighWatermark(log.logEndOffset);
+    this.wakeFetches(topic, partition);
+    if (topic === GROUP_METADATA_TOPIC) this.onOffsetsTxnMarker?.(partition, m.producerId, m.commit);
+    return ErrorCode.NONE;
+  }
+
+  /**
+   * The producers with state in one partition, for DescribeProducers, as its
+   * leader: the partition's error code, or the list. Never throws.
+   */
+  describeProducers(topic: string, partition: number): { errorCode: number; producers: ActiveProducer[] } {
+    const state = this.partitionState(topic, partition);
+    if (!state) return { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, producers: [] };
+    if (state.leader !== this.nodeId) return { errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER, producers: [] };
+    const log = this.logs.get(topic, partition);
+    if (!log || log.isOffline) return { errorCode: ErrorCode.KAFKA_STORAGE_ERROR, producers: [] };
+    return { errorCode: ErrorCode.NONE, producers: log.activeProducers() };
   }
 
   /**
@@ -363,6 +438,9 @@ export class ReplicaManager {
     try {
       const r = log.read(fetchOffset, Math.max(0, read.maxBytes), { minOneMessage: read.minOneMessage, ...(maxOffset === undefined ? {} : { maxOffset }) });
       if (!r.ok) return readError(r.errorCode);
+      // Entries past the returned batches are harmless: clients match them by offset.
+      let abortedTransactions: AbortedTransaction[] | null = null;
+      if (isolation === 'txnCommitted') abortedTransactions = r.records.length === 0 ? [] : log.collectAbortedTransactions(fetchOffset, lastStableOffset);
       return {
         errorCode: ErrorCode.NONE,
         records: r.records,
@@ -370,7 +448,7 @@ export class ReplicaManager {
         highWatermark,
         lastStableOffset,
         logStartOffset,
-        abortedTransactions: isolation === 'txnCommitted' ? [] : null,
+        abortedTransactions,
       };
     } catch (err) {
       this.log.warn({ topic, partition, err }, 'cannot read partition log');

@@ -13,10 +13,12 @@ import type { Endpoint, MetadataStore } from '../cluster/metadata-image.js';
 import { ReplicaManager } from '../cluster/replica-manager.js';
 import { GroupCoordinator } from '../cluster/group-coordinator.js';
 import { replicaOffsetsStore } from '../cluster/group-store.js';
+import { ProducerIdManager } from '../cluster/producer-id-manager.js';
+import { TRANSACTION_STATE_TOPIC, TransactionCoordinator } from '../cluster/txn-coordinator.js';
 import { LogManager, type LogManagerOptions } from '../storage/log-manager.js';
 import { loadOrCreateIdentity, lockDataDir, type DirIdentity } from '../storage/data-dir.js';
 import { HANDLERS, advertisedVersions, handlerTable } from '../api/registry.js';
-import { groupCoordinatorConfig, type BrokerServices, type BrokerSettings } from '../api/handler.js';
+import { groupCoordinatorConfig, transactionCoordinatorConfig, type BrokerServices, type BrokerSettings } from '../api/handler.js';
 import { Connection, type Dispatch } from './connection.js';
 import { CONFIG_DEFS, type BrokerConfig, type ListenerSpec } from './config.js';
 
@@ -43,6 +45,7 @@ export class Broker {
     private readonly logs: LogManager,
     private readonly replicas: ReplicaManager,
     private readonly groups: GroupCoordinator,
+    private readonly transactions: TransactionCoordinator,
     private readonly unlock: () => void,
   ) {}
 
@@ -93,6 +96,8 @@ export class Broker {
           defaults: view.logDefaults(),
           topicConfigs: topicLogConfigs(store.image(), staticConfig, config.nodeId),
           log,
+          producerIdExpirationMs: config.producerIdExpirationMs,
+          producerIdExpirationCheckIntervalMs: config.producerIdExpirationCheckIntervalMs,
           ...logManagerSchedule(view),
         });
       } catch (err) {
@@ -111,12 +116,24 @@ export class Broker {
     const settings: BrokerSettings = { ...config, staticConfig };
     // After the replica manager: the coordinator loads its groups from the partition logs it opened.
     const groups = new GroupCoordinator(config.nodeId, store, replicaOffsetsStore(replicas), log, { config: groupCoordinatorConfig(settings) }).start();
-    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, unlock);
+    // A transaction marker in __consumer_offsets makes that producer's pending offsets visible, or drops them.
+    replicas.onOffsetsTxnMarker = (partition, producerId, commit) => groups.completeTransaction(partition, producerId, commit);
+    const transactions = new TransactionCoordinator(
+      config.nodeId,
+      store,
+      replicaOffsetsStore(replicas, TRANSACTION_STATE_TOPIC),
+      replicas,
+      new ProducerIdManager(store, log),
+      log,
+      { config: transactionCoordinatorConfig(settings) },
+    ).start();
+    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, transactions, unlock);
     const services: BrokerServices = {
       settings,
       metadata: store,
       replicas,
       groups,
+      transactions,
       log,
       apiVersions: advertisedVersions(HANDLERS),
     };
@@ -162,6 +179,7 @@ export class Broker {
       // and so do parked JoinGroup and SyncGroup requests (NOT_COORDINATOR), whose timers stop.
       this.replicas.releaseFetchWaiters();
       this.groups.shutdown();
+      this.transactions.shutdown();
       const finish = Promise.all([...this.connections].map((c) => c.finishInFlight()));
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<'timeout'>((res) => {

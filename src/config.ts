@@ -43,6 +43,12 @@ export const CONFIG_DEFS = {
   'transaction.state.log.replication.factor': { kind: 'int', default: '3', doc: 'Replication factor of __transaction_state, capped by the brokers alive when it is made.', min: 1, max: 32767 },
   'transaction.state.log.min.isr': { kind: 'int', default: '2', doc: 'min.insync.replicas of __transaction_state.', min: 1 },
   'transaction.state.log.segment.bytes': { kind: 'int', default: '104857600', doc: 'segment.bytes of __transaction_state.', min: 1 },
+  'transaction.max.timeout.ms': { kind: 'int', default: '900000', doc: 'Largest transaction.timeout.ms a transactional producer may ask for; more is INVALID_TRANSACTION_TIMEOUT.', min: 1 },
+  'transactional.id.expiration.ms': { kind: 'int', default: '604800000', doc: 'A transactional id with no transaction for this long is forgotten.', min: 1 },
+  'transaction.abort.timed.out.transaction.cleanup.interval.ms': { kind: 'int', default: '10000', doc: 'How often transactions open longer than their timeout are looked for and aborted.', min: 1 },
+  'transaction.remove.expired.transaction.cleanup.interval.ms': { kind: 'int', default: '3600000', doc: 'How often expired transactional ids are looked for.', min: 1 },
+  'producer.id.expiration.ms': { kind: 'int', default: '86400000', doc: 'A partition forgets an idempotent producer that wrote nothing for this long and has no open transaction.', min: 1 },
+  'producer.id.expiration.check.interval.ms': { kind: 'int', default: '600000', doc: 'How often partitions look for expired producers.', min: 1 },
   'group.initial.rebalance.delay.ms': { kind: 'int', default: '3000', doc: 'How long a new group waits for more members before its first rebalance completes.' },
   'group.min.session.timeout.ms': { kind: 'int', default: '6000', doc: 'Smallest session timeout a JoinGroup may ask for.' },
   'group.max.session.timeout.ms': { kind: 'int', default: '1800000', doc: 'Largest session timeout a JoinGroup may ask for.' },
@@ -87,6 +93,12 @@ export interface BrokerConfig {
   readonly transactionStateLogReplicationFactor: number;
   readonly transactionStateLogMinIsr: number;
   readonly transactionStateLogSegmentBytes: number;
+  readonly transactionMaxTimeoutMs: number;
+  readonly transactionalIdExpirationMs: number;
+  readonly transactionAbortTimedOutTransactionCleanupIntervalMs: number;
+  readonly transactionRemoveExpiredTransactionCleanupIntervalMs: number;
+  readonly producerIdExpirationMs: number;
+  readonly producerIdExpirationCheckIntervalMs: number;
   readonly groupInitialRebalanceDelayMs: number;
   readonly groupMinSessionTimeoutMs: number;
   readonly groupMaxSessionTimeoutMs: number;
@@ -221,6 +233,12 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     transactionStateLogReplicationFactor: int('transaction.state.log.replication.factor'),
     transactionStateLogMinIsr: int('transaction.state.log.min.isr'),
     transactionStateLogSegmentBytes: int('transaction.state.log.segment.bytes'),
+    transactionMaxTimeoutMs: int('transaction.max.timeout.ms'),
+    transactionalIdExpirationMs: int('transactional.id.expiration.ms'),
+    transactionAbortTimedOutTransactionCleanupIntervalMs: int('transaction.abort.timed.out.transaction.cleanup.interval.ms'),
+    transactionRemoveExpiredTransactionCleanupIntervalMs: int('transaction.remove.expired.transaction.cleanup.interval.ms'),
+    producerIdExpirationMs: int('producer.id.expiration.ms'),
+    producerIdExpirationCheckIntervalMs: int('producer.id.expiration.check.interval.ms'),
     groupInitialRebalanceDelayMs: int('group.initial.rebalance.delay.ms'),
     groupMinSessionTimeoutMs: int('group.min.session.timeout.ms'),
     groupMaxSessionTimeoutMs: int('group.max.session.timeout.ms'),

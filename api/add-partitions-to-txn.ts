@@ -1,0 +1,107 @@
+/**
+ * AddPartitionsToTxn (key 24), versions 0-5.
+ * v1 is v0 again; v2 may answer PRODUCER_FENCED (KIP-588), which older
+ * versions get as INVALID_PRODUCER_EPOCH; v3 is flexible; v4 is the form
+ * brokers send (KIP-890): several transactions in one request, each
+ * answered on its own, and verify_only, which asks whether the partitions
+ * are in the transaction without adding them; v5 marks a client of
+ * transaction version 2, served here as version 1.
+ *
+ * A transaction naming a partition that does not exist adds nothing: those
+ * partitions answer UNKNOWN_TOPIC_OR_PARTITION and the others
+ * OPERATION_NOT_ATTEMPTED. Otherwise every partition of the transaction
+ * carries the coordinator's answer (see cluster/txn-coordinator.ts).
+ *
+ * Not implemented: authorization (Kafka's TRANSACTIONAL_ID and TOPIC ACLs,
+ * and CLUSTER_ACTION for v4+).
+ */
+import { ErrorCode } from '../wire/errors.js';
+import { AddPartitionsToTxnRequest, type AddPartitionsToTxnTopic, type AddPartitionsToTxnTransaction } from '../wire/messages/add-partitions-to-txn-request.js';
+import {
+  AddPartitionsToTxnResponse,
+  type AddPartitionsToTxnResult,
+  type AddPartitionsToTxnTopicResult,
+} from '../wire/messages/add-partitions-to-txn-response.js';
+import type { MetadataImage } from '../cluster/metadata-image.js';
+import { defineHandler, type RequestContext } from './handler.js';
+
+const PRODUCER_FENCED_VERSION = 2;
+const BATCHED_VERSION = 4;
+
+export const addPartitionsToTxn = defineHandler<AddPartitionsToTxnRequest, AddPartitionsToTxnResponse>({
+  apiKey: 24,
+  name: 'AddPartitionsToTxn',
+  request: AddPartitionsToTxnRequest,
+  response: AddPartitionsToTxnResponse,
+  minVersion: 0,
+  maxVersion: 5,
+  handle(req, ctx) {
+    const results = transactionsOf(req, ctx.apiVersion).map((t) => resultFor(t, ctx));
+    return respond(results, ctx.apiVersion);
+  },
+  errorResponse: (req, errorCode, ctx) =>
+    respond(
+      transactionsOf(req, ctx.apiVersion).map((t) => result(t.transactionalId, partitionsOf(t.topics), () => errorCode)),
+      ctx.apiVersion,
+    ),
+});
+
+/** The transactions of a request: one, in the fields of v0-v3, or the v4+ list. */
+function transactionsOf(req: AddPartitionsToTxnRequest, version: number): AddPartitionsToTxnTransaction[] {
+  if (version >= BATCHED_VERSION) return req.transactions;
+  return [
+    {
+      transactionalId: req.v3AndBelowTransactionalId,
+      producerId: req.v3AndBelowProducerId,
+      producerEpoch: req.v3AndBelowProducerEpoch,
+      verifyOnly: false,
+      topics: req.v3AndBelowTopics,
+    },
+  ];
+}
+
+function respond(results: AddPartitionsToTxnResult[], version: number): AddPartitionsToTxnResponse {
+  if (version >= BATCHED_VERSION) return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, resultsByTransaction: results, resultsByTopicV3AndBelow: [] };
+  return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, resultsByTransaction: [], resultsByTopicV3AndBelow: results[0]?.topicResults ?? [] };
+}
+
+/** The distinct partitions named, by topic, in request order. */
+function partitionsOf(topics: readonly AddPartitionsToTxnTopic[]): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const t of topics) {
+    const list = out.get(t.name) ?? [];
+    for (const p of t.partitions) if (!list.includes(p)) list.push(p);
+    out.set(t.name, list);
+  }
+  return out;
+}
+
+function result(transactionalId: string, partitions: Map<string, number[]>, code: (topic: string, partition: number) => number): AddPartitionsToTxnResult {
+  const topicResults: AddPartitionsToTxnTopicResult[] = [...partitions].map(([name, ps]) => ({
+    name,
+    resultsByPartition: ps.map((partitionIndex) => ({ partitionIndex, partitionErrorCode: code(name, partitionIndex) })),
+  }));
+  return { transactionalId, topicResults };
+}
+
+function exists(image: MetadataImage, topic: string, partition: number): boolean {
+  return image.topics.get(topic)?.partitions.some((p) => p.partition === partition) === true;
+}
+
+function resultFor(t: AddPartitionsToTxnTransaction, ctx: RequestContext): AddPartitionsToTxnResult {
+  const partitions = partitionsOf(t.topics);
+  const image = ctx.services.metadata.image();
+  const missing = [...partitions].some(([topic, ps]) => ps.some((p) => !exists(image, topic, p)));
+  if (missing) {
+    return result(t.transactionalId, partitions, (topic, p) => (exists(image, topic, p) ? ErrorCode.OPERATION_NOT_ATTEMPTED : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION));
+  }
+  const list = [...partitions].flatMap(([topic, ps]) => ps.map((partition) => ({ topic, partition })));
+  const coordinator = ctx.services.transactions;
+  if (t.verifyOnly && ctx.apiVersion >= BATCHED_VERSION) {
+    const verified = new Map(coordinator.verifyPartitions(t.transactionalId, t.producerId, t.producerEpoch, list).map((r) => [`${r.topic}\u0000${r.partition}`, r.errorCode]));
+    return result(t.transactionalId, partitions, (topic, p) => verified.get(`${topic}\u0000${p}`) ?? ErrorCode.UNKNOWN_SERVER_ERROR);
+  }
+  let code = coordinator.addPartitions(t.transactionalId, t.producerId, t.producerEpoch, list);
+  if (ctx.apiVersion < PRODUCER_FENCED_VERSION && code === ErrorCode.PRODUCER_FENCED) code = ErrorCode.INVALID_PRODUCER_EPOCH;
+  return result(t.transactionalId, partitions, () => code);
+}

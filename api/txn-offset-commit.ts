@@ -1,0 +1,89 @@
+/**
+ * TxnOffsetCommit (key 28), versions 0-4.
+ * A transactional producer commits a consumer group's offsets as part of
+ * its transaction (KafkaProducer.sendOffsetsToTransaction). v1 is v0; v2
+ * adds the committed leader epoch; v3 adds the group's generation, member
+ * id and group instance id, so that a zombie member is fenced
+ * (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID), and is
+ * flexible; v4 only lets the client know TRANSACTION_ABORTABLE, which this
+ * broker never answers (it does not verify the transaction, as Kafka does
+ * not before v5).
+ *
+ * As Kafka's broker does, partitions of unknown topics, and partitions a
+ * topic does not have, are answered UNKNOWN_TOPIC_OR_PARTITION here; the
+ * rest go to the group coordinator, which writes them to the group's
+ * partition of __consumer_offsets as a transactional batch of the
+ * producer. They stay invisible to OffsetFetch until the transaction's
+ * COMMIT marker reaches that partition, and are dropped on ABORT. A group
+ * unknown to the coordinator is created empty for a commit without a
+ * generation, as for a plain commit. A producer whose epoch is old is
+ * answered INVALID_PRODUCER_EPOCH, which the client treats as fenced.
+ *
+ * Not implemented: authorization (TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+ * GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED).
+ */
+import { ErrorCode } from '../wire/errors.js';
+import { TxnOffsetCommitRequest, type TxnOffsetCommitRequestTopic } from '../wire/messages/txn-offset-commit-request.js';
+import { TxnOffsetCommitResponse, type TxnOffsetCommitResponseTopic } from '../wire/messages/txn-offset-commit-response.js';
+import type { MetadataImage } from '../cluster/metadata-image.js';
+import { defineHandler } from './handler.js';
+
+const MEMBER_FIELDS_VERSION = 3;
+const LEADER_EPOCH_VERSION = 2;
+
+function hasPartition(image: MetadataImage, topic: string, partition: number): boolean {
+  return image.topics.get(topic)?.partitions.some((p) => p.partition === partition) ?? false;
+}
+
+export const txnOffsetCommit = defineHandler<TxnOffsetCommitRequest, TxnOffsetCommitResponse>({
+  apiKey: 28,
+  name: 'TxnOffsetCommit',
+  request: TxnOffsetCommitRequest,
+  response: TxnOffsetCommitResponse,
+  minVersion: 0,
+  maxVersion: 4,
+  handle(req, ctx) {
+    const v = ctx.apiVersion;
+    const image = ctx.services.metadata.image();
+    const known: TxnOffsetCommitRequestTopic[] = [];
+    for (const t of req.topics) {
+      const partitions = t.partitions.filter((p) => hasPartition(image, t.name, p.partitionIndex));
+      if (partitions.length > 0) known.push({ name: t.name, partitions });
+    }
+    const answered = new Map<string, number>();
+    if (known.length > 0) {
+      const withMember = v >= MEMBER_FIELDS_VERSION;
+      const results = ctx.services.groups.commitTransactionalOffsets({
+        transactionalId: req.transactionalId,
+        groupId: req.groupId,
+        producerId: req.producerId,
+        producerEpoch: req.producerEpoch,
+        generationId: withMember ? req.generationId : -1,
+        memberId: withMember ? req.memberId : '',
+        groupInstanceId: withMember ? req.groupInstanceId : null,
+        topics: known.map((t) => ({
+          name: t.name,
+          partitions: t.partitions.map((p) => ({
+            partitionIndex: p.partitionIndex,
+            committedOffset: p.committedOffset,
+            committedLeaderEpoch: v >= LEADER_EPOCH_VERSION ? p.committedLeaderEpoch : -1,
+            committedMetadata: p.committedMetadata,
+          })),
+        })),
+      });
+      for (const t of results) for (const p of t.partitions) answered.set(JSON.stringify([t.name, p.partitionIndex]), p.errorCode);
+    }
+    const topics: TxnOffsetCommitResponseTopic[] = req.topics.map((t) => ({
+      name: t.name,
+      partitions: t.partitions.map((p) => ({
+        partitionIndex: p.partitionIndex,
+        errorCode: answered.get(JSON.stringify([t.name, p.partitionIndex])) ?? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+      })),
+    }));
+    return { throttleTimeMs: 0, topics };
+  },
+  errorResponse: (req, errorCode) => ({
+    throttleTimeMs: 0,
+    topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })),
+  }),
+});
