@@ -6,9 +6,12 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { gregorProxiedArgs, proxiedEnv, reserveProxiedListener } from './lib/cut-proxy.mjs';
 
 // The one list of scenarios every client is asked to run.
-export const SCENARIOS = ['admin', 'corrupt-batch', 'group', 'group-admin', 'metadata', 'metadata-rules', 'produce', 'roundtrip'];
+export const SCENARIOS = [
+  'admin', 'corrupt-batch', 'group', 'group-admin', 'idempotent', 'idempotent-cut', 'metadata', 'metadata-rules', 'produce', 'roundtrip', 'txn',
+];
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const NOT_CLIENTS = new Set(['reference-kafka', 'capture', 'lib']);
@@ -100,14 +103,14 @@ function indent(text, prefix = '    ') {
  * Runs a command in its own process group with a hard timeout; the whole group is killed
  * on timeout so a client's grandchildren (JVMs, python) cannot outlive it.
  */
-function runCommand(file, args, { timeoutMs, cwd }) {
+function runCommand(file, args, { timeoutMs, cwd, env }) {
   return new Promise((resolve) => {
     const started = Date.now();
     let output = '';
     let timedOut = false;
     let child;
     try {
-      child = spawn(file, args, { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      child = spawn(file, args, { cwd, env: { ...process.env, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     } catch (err) {
       resolve({ code: null, signal: null, timedOut, output: String(err.message), ms: 0 });
       return;
@@ -213,12 +216,18 @@ async function withStartGuard(label, promise) {
   }
 }
 
-/** @returns {Promise<{ broker?: object, unavailable?: string, error?: string }>} */
+/**
+ * Starts a broker with, beside its PLAINTEXT listener, a PROXIED one for scenarios that
+ * put a proxy between client and broker (lib/cut-proxy.mjs); env tells them where.
+ * @returns {Promise<{ broker?: object, env?: object, unavailable?: string, error?: string }>}
+ */
 async function startBroker(name) {
+  const proxied = await reserveProxiedListener();
+  const env = proxiedEnv(proxied);
   if (name === 'gregor') {
     const { startGregor } = await import(pathToFileURL(path.join(HERE, 'lib', 'gregor.mjs')).href);
     try {
-      return { broker: await withStartGuard('gregor', startGregor()) };
+      return { broker: await withStartGuard('gregor', startGregor({ args: gregorProxiedArgs(proxied) })), env };
     } catch (err) {
       return { error: err.message };
     }
@@ -233,7 +242,7 @@ async function startBroker(name) {
   try {
     const { startReferenceKafka } = await import(pathToFileURL(lib).href);
     if (typeof startReferenceKafka !== 'function') return { error: `${lib} does not export startReferenceKafka()` };
-    return { broker: await withStartGuard('reference Kafka', startReferenceKafka()) };
+    return { broker: await withStartGuard('reference Kafka', startReferenceKafka({ proxied })), env };
   } catch (err) {
     return { error: err.message };
   }
@@ -392,7 +401,7 @@ async function main() {
     }
     const broker = started.broker;
     liveBrokers.add(broker);
-    console.log(`${brokerName} listening on ${broker.bootstrap}`);
+    console.log(`${brokerName} listening on ${broker.bootstrap}; PROXIED listener ${started.env.COMPAT_PROXY_TARGET} advertised as ${started.env.COMPAT_PROXY_LISTEN}`);
     try {
       for (const c of ready) {
         const dir = path.join(HERE, c);
@@ -401,6 +410,7 @@ async function main() {
           const r = await runCommand(path.join(dir, 'run'), ['scenario', s, broker.bootstrap], {
             timeoutMs: SCENARIO_TIMEOUT_MS,
             cwd: dir,
+            env: started.env,
           });
           if (interrupted) return 130;
           let status;

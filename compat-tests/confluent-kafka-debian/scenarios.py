@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, New
 # folder and PYTHONPATH off sys.path, so the path is found from this file.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
+import exactly_once  # noqa: E402
 import group  # noqa: E402
 import roundtrip  # noqa: E402
 import scenario_main  # noqa: E402
@@ -775,8 +776,225 @@ def scenario_group(bootstrap):
     return []
 
 
+# txn and idempotent-cut: partitions of their topics; how long reading may go on after the
+# expected records are in, to catch duplicates and extras arriving late.
+EO_PARTITIONS = 3
+EO_SETTLE_S = 1.0
+EO_READ_S = 10.0
+
+
+def create_topic(bootstrap, topic, partitions):
+    admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "compat-confluent-kafka",
+                         "socket.timeout.ms": int(CALL_TIMEOUT_S * 1000)})
+    wait_result(admin.create_topics([NewTopic(topic, partitions, 1)],
+                                    operation_timeout=CALL_TIMEOUT_S)[topic])
+    # The new topic's leaders may take a moment to be known to every client.
+    deadline = time.monotonic() + CALL_TIMEOUT_S
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic, timeout=CALL_TIMEOUT_S)
+        t = md.topics.get(topic)
+        if t is not None and t.error is None and len(t.partitions) == partitions and \
+                all(p.leader >= 0 for p in t.partitions.values()):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{topic} has no leaders for its {partitions} partitions after {CALL_TIMEOUT_S} s")
+
+
+def read_topic(bootstrap, topic, isolation, want, label):
+    """Reads every partition of topic from the beginning, without a group (assign), in the
+    given isolation level, until want records are in and EO_SETTLE_S passes without more.
+    Returns {partition: [(offset, value)]}."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "client.id": "compat-confluent-kafka",
+        "group.id": f"{topic}-{isolation}",  # required by the API; nothing is committed
+        "enable.auto.commit": False,
+        "isolation.level": isolation,
+        "fetch.wait.max.ms": 100,
+        "socket.timeout.ms": int(CALL_TIMEOUT_S * 1000),
+    })
+    read = {p: [] for p in range(EO_PARTITIONS)}
+    count = 0
+    try:
+        consumer.assign([TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in range(EO_PARTITIONS)])
+        deadline = time.monotonic() + EO_READ_S
+        last_at = time.monotonic()
+        while count < want or time.monotonic() - last_at < EO_SETTLE_S:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{label}: {count} of {want} records read in {EO_READ_S:.0f} s")
+            for msg in consumer.consume(num_messages=1000, timeout=0.1):
+                if msg.error() is not None:
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise KafkaException(msg.error())
+                read.setdefault(msg.partition(), []).append((msg.offset(), msg.value().decode()))
+                count += 1
+                last_at = time.monotonic()
+    finally:
+        consumer.close()
+    print(f"  {label}: {count} records read")
+    return read
+
+
+class Deliveries:
+    """Delivery reports: value -> (partition, offset), and the errors."""
+
+    def __init__(self):
+        self.acked = {}
+        self.errors = collections.Counter()
+
+    def __call__(self, err, msg):
+        if err is not None:
+            self.errors[str(err)] += 1
+        else:
+            self.acked[msg.value().decode()] = (msg.partition(), msg.offset())
+
+
+# txn: TXN_COUNT transactions of TXN_PER_PARTITION records to each of the 3 partitions; those
+# in TXN_ABORTED are flushed (so their records are in the log) and aborted, the others committed.
+TXN_COUNT = 8
+TXN_PER_PARTITION = 5
+TXN_ABORTED = {1, 4, 6}
+
+
+def scenario_txn(bootstrap):
+    """A transactional producer commits some transactions and aborts others over all 3
+    partitions of a fresh topic; read_committed must then see exactly the committed records,
+    read_uncommitted all of them, each once and in order per partition."""
+    stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
+    topic = f"compat-txn-confluent-{stamp}"
+    problems = []
+    try:
+        create_topic(bootstrap, topic, EO_PARTITIONS)
+        deliveries = Deliveries()
+        producer = Producer({
+            "bootstrap.servers": bootstrap,
+            "client.id": "compat-confluent-kafka",
+            "transactional.id": f"compat-txn-confluent-{stamp}",
+            "socket.timeout.ms": int(CALL_TIMEOUT_S * 1000),
+            "linger.ms": 5,
+        })
+        producer.init_transactions(CALL_TIMEOUT_S)
+        order = {p: [] for p in range(EO_PARTITIONS)}
+        committed, aborted = set(), set()
+        for t in range(TXN_COUNT):
+            producer.begin_transaction()
+            values = []
+            for k in range(TXN_PER_PARTITION):
+                for p in range(EO_PARTITIONS):
+                    value = f"t{t}-p{p}-{k}"
+                    values.append(value)
+                    order[p].append(value)
+                    producer.produce(topic, value=value.encode(), partition=p, on_delivery=deliveries)
+            # Flushed before an abort too, so the aborted records are really in the log.
+            left = producer.flush(CALL_TIMEOUT_S)
+            if left:
+                return [f"transaction {t}: {left} records not delivered after {CALL_TIMEOUT_S} s"]
+            if t in TXN_ABORTED:
+                producer.abort_transaction(CALL_TIMEOUT_S)
+                aborted.update(values)
+            else:
+                producer.commit_transaction(CALL_TIMEOUT_S)
+                committed.update(values)
+        for err, n in deliveries.errors.most_common(3):
+            problems.append(f"delivery failed for {n} records: {err}")
+        print(f"  {TXN_COUNT} transactions on {topic}: {len(committed)} records committed, "
+              f"{len(aborted)} aborted (transactions {sorted(TXN_ABORTED)})")
+        offsets = {v: o for v, (_, o) in deliveries.acked.items()}
+        by_committed = read_topic(bootstrap, topic, "read_committed", len(committed), "read_committed")
+        by_all = read_topic(bootstrap, topic, "read_uncommitted", len(committed) + len(aborted), "read_uncommitted")
+        for p, read in sorted(by_committed.items()):
+            problems += exactly_once.check_partition(f"read_committed partition {p}", order.get(p, []), committed,
+                                                     read, allowed=committed, offsets=offsets)
+        for p, read in sorted(by_all.items()):
+            problems += exactly_once.check_partition(f"read_uncommitted partition {p}", order.get(p, []),
+                                                     committed | aborted, read, offsets=offsets)
+        if not problems:
+            print(f"  read_committed: the {len(committed)} committed records, each once, in order; "
+                  f"read_uncommitted: all {len(committed) + len(aborted)}")
+    except KafkaException as err:
+        problems.append(f"{err.args[0] if err.args else err}")
+    except Exception as err:  # a library error or timeout is a failure, not a crash
+        problems.append(f"{type(err).__name__}: {err}")
+    return problems
+
+
+# idempotent-cut: records produced per burst (round-robin over the partitions), the cuts
+# wanted, and the most time spent producing.
+CUT_BURST = 200
+CUT_WANTED = 10
+CUT_PRODUCE_S = 15.0
+CUT_FLUSH_S = 15.0
+
+
+def scenario_idempotent_cut(bootstrap):
+    """An idempotent producer sends numbered records through the cut proxy
+    (lib/cut-proxy.mjs), which cuts its connections while Produce requests are in flight;
+    read back directly from the broker, no record may be there twice, every acknowledged
+    one must be at its acknowledged offset, in production order per partition."""
+    stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
+    topic = f"compat-cut-confluent-{stamp}"
+    problems = []
+    proxy = None
+    try:
+        create_topic(bootstrap, topic, EO_PARTITIONS)
+        proxy = exactly_once.CutProxy()
+        print(f"  producing to {topic} through the cut proxy at {proxy.bootstrap}")
+        deliveries = Deliveries()
+        producer = Producer({
+            "bootstrap.servers": proxy.bootstrap,
+            "client.id": "compat-confluent-kafka-cut",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "socket.timeout.ms": 5000,
+            "message.timeout.ms": int((CUT_PRODUCE_S + CUT_FLUSH_S) * 1000),
+            "reconnect.backoff.ms": 50,
+            "reconnect.backoff.max.ms": 500,
+        })
+        order = {p: [] for p in range(EO_PARTITIONS)}
+        started = time.monotonic()
+        sent = 0
+        while proxy.cuts() < CUT_WANTED and time.monotonic() - started < CUT_PRODUCE_S:
+            for _ in range(CUT_BURST):
+                p, value = sent % EO_PARTITIONS, f"r-{sent}"
+                order[p].append(value)
+                producer.produce(topic, value=value.encode(), partition=p, on_delivery=deliveries)
+                sent += 1
+            producer.poll(0.02)
+        proxy.stop_cutting()
+        left = producer.flush(CUT_FLUSH_S)
+        producer = None  # closes its connections before the proxy goes away
+        stats = proxy.stop()
+        proxy = None
+        print(f"  {sent} records sent in {time.monotonic() - started:.1f} s, {len(deliveries.acked)} acknowledged; "
+              f"{stats['text']}")
+        if stats.get("cuts", 0) == 0:
+            problems.append("no connection was cut while a Produce was in flight: the scenario tested nothing")
+        if left:
+            problems.append(f"{left} records still undelivered {CUT_FLUSH_S:.0f} s after producing stopped")
+        for err, n in deliveries.errors.most_common(3):
+            problems.append(f"delivery failed for {n} records despite idempotent retries: {err}")
+        if problems:
+            return problems
+        acked = set(deliveries.acked)
+        offsets = {v: o for v, (_, o) in deliveries.acked.items()}
+        by_partition = read_topic(bootstrap, topic, "read_uncommitted", len(acked), "read back")
+        for p, read in sorted(by_partition.items()):
+            problems += exactly_once.check_partition(f"partition {p}", order.get(p, []), acked, read, offsets=offsets)
+        if not problems:
+            print(f"  each of the {len(acked)} acknowledged records exactly once, at its acknowledged offset, in order")
+    except KafkaException as err:
+        problems.append(f"{err.args[0] if err.args else err}")
+    except Exception as err:  # a library error or timeout is a failure, not a crash
+        problems.append(f"{type(err).__name__}: {err}")
+    finally:
+        if proxy is not None:
+            proxy.stop()
+    return problems
+
+
 SCENARIOS = {"metadata": scenario_metadata, "roundtrip": scenario_roundtrip, "admin": scenario_admin,
-             "group": scenario_group}
+             "group": scenario_group, "txn": scenario_txn, "idempotent-cut": scenario_idempotent_cut}
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 // Scenarios for kafkajs 2.2.4, run by ./run as: node client.mjs <scenario> <host:port>
 import { createRequire } from 'node:module';
 import kafkajs from 'kafkajs';
+import { startCutProxy, proxiedListener } from '../lib/cut-proxy.mjs';
+import { byPartition, checkPartition } from '../lib/exactly-once.mjs';
 import * as G from '../lib/group.mjs';
 import { checkAcknowledged, checkRecords, makeMessages, timestampProbe } from '../lib/roundtrip.mjs';
 import { ScenarioFailure, checkCluster, expect, runScenarios } from '../lib/scenario.mjs';
@@ -569,6 +571,271 @@ scenarios.group = async function group(bootstrap) {
     await G.closeQuietly('producer', () => producer.disconnect());
     await G.closeQuietly('admin', () => admin.disconnect());
     console.log(`  consumer requests: ${requests.text()}`);
+  }
+};
+
+// txn and idempotent-cut: partitions of their topics; how long reading may go without a
+// new record once the expected ones are in (to catch duplicates and extras arriving late).
+const EO_PARTITIONS = 3;
+const EO_SETTLE_MS = 1_000;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitUntil(what, timeoutMs, condition, describe = () => '') {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new ScenarioFailure(`timed out after ${timeoutMs} ms waiting for ${what}${describe() ? `: ${describe()}` : ''}`);
+    await sleep(50);
+  }
+}
+
+function failOn(problems) {
+  if (problems.length === 0) return;
+  for (const p of problems.slice(1)) console.log(`  ${p}`);
+  throw new ScenarioFailure(problems.length > 1 ? `${problems[0]} (and ${problems.length - 1} more above)` : problems[0]);
+}
+
+// Reads a whole topic with a kafkajs group consumer (a fresh group, from the beginning) in the
+// given isolation level until `want` records are in and EO_SETTLE_MS passes without more.
+// Returns [{ partition, offset, value }] in the order read.
+async function readTopic(kafka, topic, { readUncommitted, want, timeoutMs, label }) {
+  const consumer = kafka.consumer({
+    groupId: `${topic}-reader-${readUncommitted ? 'uncommitted' : 'committed'}`,
+    readUncommitted,
+    maxWaitTimeInMs: 200,
+    allowAutoTopicCreation: false,
+  });
+  const records = [];
+  let lastAt = Date.now();
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        records.push({ partition, offset: Number(message.offset), value: message.value.toString() });
+        lastAt = Date.now();
+      },
+    });
+    await waitUntil(`${label}: ${want} records`, timeoutMs, () => records.length >= want, () => `${records.length} read`);
+    await waitUntil(`${label}: no more records`, timeoutMs, () => Date.now() - lastAt >= EO_SETTLE_MS);
+  } finally {
+    await consumer.disconnect().catch(() => {});
+  }
+  console.log(`${label}: ${records.length} records read`);
+  return records;
+}
+
+// txn: a consume-transform-produce loop. The input topic is filled (without a transaction)
+// with TXN_INPUTS records; a group consumer reads them, and every TXN_CHUNK records of a
+// batch go to the output topic (same partition, value "<input>#<attempt>") in one
+// transaction that also commits the consumer's offsets (sendOffsets). Chunks TXN_ABORT are
+// aborted once and processed again at once. A read_committed reader must then see every
+// input exactly once, from its second attempt where the first was aborted; a
+// read_uncommitted reader sees the aborted attempts too; and the group's committed offsets
+// are the input's end offsets.
+const TXN_INPUTS = 120;
+const TXN_CHUNK = 10;
+const TXN_ABORT = new Set([2, 7]);
+const TXN_STEP_MS = 15_000;
+
+scenarios.txn = async function txn(bootstrap) {
+  const stamp = `${Date.now()}-${process.pid}`;
+  const input = `compat-txn-kafkajs-in-${stamp}`;
+  const output = `compat-txn-kafkajs-out-${stamp}`;
+  const groupId = `compat-txn-kafkajs-${stamp}`;
+  const kafka = makeKafka(bootstrap);
+  const admin = kafka.admin();
+  const plain = kafka.producer({ allowAutoTopicCreation: false, idempotent: false });
+  const producer = kafka.producer({ transactionalId: `compat-txn-kafkajs-${stamp}`, idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 200, allowAutoTopicCreation: false });
+  const requests = requestCounter();
+  producer.on(producer.events.REQUEST, requests.listener);
+  consumer.on(consumer.events.REQUEST, requests.listener);
+  try {
+    await admin.connect();
+    await admin.createTopics({
+      topics: [input, output].map((topic) => ({ topic, numPartitions: EO_PARTITIONS, replicationFactor: 1 })),
+      waitForLeaders: true,
+      timeout: 5_000,
+    });
+    await plain.connect();
+    const inputs = Array.from({ length: TXN_INPUTS }, (_, i) => ({ partition: i % EO_PARTITIONS, value: `in-${i}` }));
+    await plain.send({ topic: input, acks: -1, messages: inputs });
+    console.log(`${TXN_INPUTS} records in ${input} (${EO_PARTITIONS} partitions); group ${groupId}`);
+
+    await producer.connect();
+    let chunks = 0;
+    let processed = 0;
+    const committed = [];
+    const aborted = [];
+    // Each output partition's values in the order the transactions wrote them, aborted ones included.
+    const order = new Map(Array.from({ length: EO_PARTITIONS }, (_, p) => [p, []]));
+    let failure = null;
+    const transform = async (partition, messages, attempt) => {
+      const values = messages.map((m) => `${m.value.toString()}#${attempt}`);
+      const transaction = await producer.transaction();
+      try {
+        order.get(partition).push(...values);
+        await transaction.send({ topic: output, acks: -1, messages: values.map((value) => ({ partition, value })) });
+        const next = String(Number(messages[messages.length - 1].offset) + 1);
+        await transaction.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: input, partitions: [{ partition, offset: next }] }] });
+      } catch (err) {
+        await transaction.abort().catch(() => {});
+        throw err;
+      }
+      return { transaction, values };
+    };
+    await consumer.connect();
+    await consumer.subscribe({ topics: [input], fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch, heartbeat }) => {
+        try {
+          for (let i = 0; i < batch.messages.length; i += TXN_CHUNK) {
+            const messages = batch.messages.slice(i, i + TXN_CHUNK);
+            const chunk = chunks++;
+            if (TXN_ABORT.has(chunk)) {
+              const first = await transform(batch.partition, messages, 1);
+              await first.transaction.abort();
+              aborted.push(...first.values.map((value) => ({ partition: batch.partition, value })));
+              console.log(`chunk ${chunk} (partition ${batch.partition}, offsets ${messages[0].offset}..${messages[messages.length - 1].offset}): aborted, processed again`);
+            }
+            const { transaction, values } = await transform(batch.partition, messages, TXN_ABORT.has(chunk) ? 2 : 1);
+            await transaction.commit();
+            committed.push(...values.map((value) => ({ partition: batch.partition, value })));
+            processed += messages.length;
+            await heartbeat();
+          }
+        } catch (err) {
+          failure ??= err;
+          throw err;
+        }
+      },
+    });
+    await waitUntil(`all ${TXN_INPUTS} inputs processed`, TXN_STEP_MS, () => failure !== null || processed >= TXN_INPUTS, () => `${processed} processed in ${chunks} chunks`);
+    if (failure) throw failure;
+    await consumer.disconnect();
+    console.log(`${chunks} transactions committed, ${TXN_ABORT.size} aborted; producer and consumer requests: ${requests.text()}`);
+
+    const [readCommitted, readAll] = await Promise.all([
+      readTopic(kafka, output, { readUncommitted: false, want: committed.length, timeoutMs: TXN_STEP_MS, label: 'read_committed' }),
+      readTopic(kafka, output, { readUncommitted: true, want: committed.length + aborted.length, timeoutMs: TXN_STEP_MS, label: 'read_uncommitted' }),
+    ]);
+    const committedValues = new Set(committed.map((c) => c.value));
+    const abortedValues = new Set(aborted.map((a) => a.value));
+    const problems = [];
+    for (const [p, read] of byPartition(readCommitted, EO_PARTITIONS)) {
+      const values = order.get(p) ?? [];
+      problems.push(...checkPartition(`read_committed partition ${p}`, { order: values, allowed: committedValues, required: new Set(values.filter((v) => committedValues.has(v))), read }));
+    }
+    for (const [p, read] of byPartition(readAll, EO_PARTITIONS)) {
+      const values = order.get(p) ?? [];
+      problems.push(...checkPartition(`read_uncommitted partition ${p}`, { order: values, required: new Set(values), read }));
+    }
+    // Every input once in the committed output: the transformation was applied exactly once.
+    const inputsSeen = new Map();
+    for (const r of readCommitted) {
+      const inputValue = r.value.split('#')[0];
+      inputsSeen.set(inputValue, (inputsSeen.get(inputValue) ?? 0) + 1);
+    }
+    const wrongInputs = inputs.filter((m) => inputsSeen.get(m.value) !== 1);
+    if (wrongInputs.length) problems.push(`read_committed: ${wrongInputs.length} inputs not seen exactly once, first ${wrongInputs[0].value} seen ${inputsSeen.get(wrongInputs[0].value) ?? 0} times`);
+    failOn(problems);
+    console.log(`read_committed: each of the ${TXN_INPUTS} inputs exactly once, none of the ${abortedValues.size} aborted records; read_uncommitted: all ${committed.length + aborted.length}`);
+
+    const ends = await admin.fetchTopicOffsets(input);
+    const [groupOffsets] = await admin.fetchOffsets({ groupId, topics: [input] });
+    const committedOffsets = Object.fromEntries(groupOffsets.partitions.map((p) => [p.partition, Number(p.offset)]));
+    for (const { partition, high } of ends) {
+      console.log(`input partition ${partition}: end offset ${high}, group committed ${committedOffsets[partition]}`);
+      expect(committedOffsets[partition] === Number(high), `group ${groupId} committed offset ${committedOffsets[partition]} for input partition ${partition}, expected its end offset ${high}`);
+    }
+  } finally {
+    await consumer.disconnect().catch(() => {});
+    await producer.disconnect().catch(() => {});
+    await plain.disconnect().catch(() => {});
+    await admin.disconnect().catch(() => {});
+  }
+};
+
+// idempotent-cut: an idempotent producer (maxInFlightRequests 1, as kafkajs requires) sends
+// numbered records, CUT_BATCH per send() round-robin over 3 partitions, through the cut
+// proxy (lib/cut-proxy.mjs), until CUT_WANTED cuts with a Produce in flight were made or
+// CUT_PRODUCE_MS passed. Then everything is read back directly from the broker: no record
+// twice, every acknowledged one at its acknowledged offset, production order per partition.
+const CUT_BATCH = 30;
+const CUT_WANTED = 10;
+const CUT_PRODUCE_MS = 15_000;
+
+scenarios['idempotent-cut'] = async function idempotentCut(bootstrap) {
+  const stamp = `${Date.now()}-${process.pid}`;
+  const topic = `compat-cut-kafkajs-${stamp}`;
+  const admin = makeKafka(bootstrap).admin();
+  await admin.connect();
+  let proxy = null;
+  let producer = null;
+  try {
+    await admin.createTopics({ topics: [{ topic, numPartitions: EO_PARTITIONS, replicationFactor: 1 }], waitForLeaders: true, timeout: 5_000 });
+    proxy = await startCutProxy(proxiedListener());
+    console.log(`producing to ${topic} through the cut proxy at ${proxy.bootstrap}`);
+    const viaProxy = new Kafka({
+      clientId: 'gregor-compat-kafkajs-cut',
+      brokers: [proxy.bootstrap],
+      connectionTimeout: 3_000,
+      requestTimeout: 5_000,
+      retry: { retries: 20, initialRetryTime: 100, maxRetryTime: 500 },
+      logLevel: logLevel.ERROR,
+      logCreator: compactErrorLog,
+    });
+    producer = viaProxy.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    await producer.connect();
+
+    const order = new Map(Array.from({ length: EO_PARTITIONS }, (_, p) => [p, []]));
+    const acked = new Set();
+    const offsets = new Map();
+    const failures = [];
+    const started = Date.now();
+    let next = 0;
+    // Sends that fail even after the client's retries end production early: the check below fails anyway.
+    while (proxy.cuts() < CUT_WANTED && Date.now() - started < CUT_PRODUCE_MS && failures.length < 5) {
+      const messages = [];
+      for (let k = 0; k < CUT_BATCH; k++, next++) messages.push({ partition: next % EO_PARTITIONS, value: `r-${next}` });
+      for (const m of messages) order.get(m.partition).push(m.value);
+      try {
+        const results = await producer.send({ topic, acks: -1, messages });
+        for (const { partition, errorCode, baseOffset } of results) {
+          expect(errorCode === 0, `send: partition ${partition} error code ${errorCode}`);
+          messages.filter((m) => m.partition === partition).forEach((m, n) => {
+            acked.add(m.value);
+            offsets.set(m.value, Number(baseOffset) + n);
+          });
+        }
+      } catch (err) {
+        if (err instanceof ScenarioFailure) throw err;
+        failures.push(`records ${messages[0].value}..${messages[messages.length - 1].value}: ${err.name}: ${err.message}`);
+      }
+    }
+    proxy.stopCutting();
+    console.log(`${next} records sent in ${Date.now() - started} ms, ${acked.size} acknowledged; ${proxy.describe()}`);
+    for (const f of failures.slice(0, 5)) console.log(`  send failed: ${f}`);
+    await producer.disconnect().catch(() => {});
+    producer = null;
+    expect(failures.length === 0, `${failures.length} sends failed despite retries (first: ${failures[0]})`);
+    expect(proxy.cuts() > 0, 'no connection was cut while a Produce was in flight: the scenario tested nothing');
+
+    const reader = makeKafka(bootstrap);
+    const records = await readTopic(reader, topic, { readUncommitted: false, want: acked.size, timeoutMs: 10_000, label: 'read back' });
+    const problems = [];
+    for (const [p, read] of byPartition(records, EO_PARTITIONS)) {
+      problems.push(...checkPartition(`partition ${p}`, { order: order.get(p) ?? [], required: acked, read, offsets }));
+    }
+    failOn(problems);
+    console.log(`each of the ${acked.size} acknowledged records exactly once, at its acknowledged offset, in order`);
+  } finally {
+    if (producer) await producer.disconnect().catch(() => {});
+    if (proxy) await proxy.stop();
+    await admin.disconnect().catch(() => {});
   }
 };
 

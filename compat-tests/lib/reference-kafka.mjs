@@ -55,14 +55,17 @@ function classpath() {
     .join(path.delimiter);
 }
 
-function serverProperties({ port, controllerPort, logDir }) {
+function serverProperties({ port, controllerPort, logDir, proxied }) {
+  // A PROXIED listener (see lib/cut-proxy.mjs) is bound to one port and advertises another.
+  const extra = proxied ? `,PROXIED://127.0.0.1:${proxied.listenerPort}` : '';
+  const extraAdvertised = proxied ? `,PROXIED://127.0.0.1:${proxied.proxyPort}` : '';
   const props = {
     'process.roles': 'broker,controller',
     'node.id': '1',
     'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
-    listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    'advertised.listeners': `PLAINTEXT://127.0.0.1:${port}`,
-    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    listeners: `PLAINTEXT://127.0.0.1:${port}${extra},CONTROLLER://127.0.0.1:${controllerPort}`,
+    'advertised.listeners': `PLAINTEXT://127.0.0.1:${port}${extraAdvertised}`,
+    'listener.security.protocol.map': `PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${proxied ? ',PROXIED:PLAINTEXT' : ''}`,
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
     'log.dirs': logDir,
@@ -190,16 +193,19 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * answered without error on the PLAINTEXT port; rejects after READY_TIMEOUT_MS with
  * the JVM's last output lines.
  *
- * @param {{ log?: (line: string) => void, port?: number }} [options]
+ * @param {{ log?: (line: string) => void, port?: number,
+ *   proxied?: { listenerPort: number, proxyPort: number } }} [options]
  *   log receives every line the JVM prints; port fixes the PLAINTEXT port (default: a
- *   free one).
+ *   free one); proxied adds a listener PROXIED bound to listenerPort that advertises
+ *   proxyPort (from reserveProxiedListener() in cut-proxy.mjs).
  */
-export async function startReferenceKafka({ log, port } = {}) {
+export async function startReferenceKafka({ log, port, proxied } = {}) {
   const cp = classpath();
   const host = '127.0.0.1';
   const plaintextPort = port ?? (await freePort(host));
+  const taken = new Set([plaintextPort, proxied?.listenerPort, proxied?.proxyPort]);
   let controllerPort = await freePort(host);
-  while (controllerPort === plaintextPort) controllerPort = await freePort(host);
+  while (taken.has(controllerPort)) controllerPort = await freePort(host);
 
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'gregor-ref-kafka-'));
   const logDir = path.join(dataDir, 'log');
@@ -231,7 +237,7 @@ export async function startReferenceKafka({ log, port } = {}) {
 
   try {
     await mkdir(logDir);
-    await writeFile(propsFile, serverProperties({ port: plaintextPort, controllerPort, logDir }));
+    await writeFile(propsFile, serverProperties({ port: plaintextPort, controllerPort, logDir, proxied }));
     // An id starting with '-' would be read as an option by the formatter's argument parser.
     let clusterId;
     do clusterId = randomBytes(16).toString('base64url');
@@ -298,6 +304,7 @@ export async function startReferenceKafka({ log, port } = {}) {
     dataDir,
     version: referenceKafkaVersion(),
     pid: child.pid,
+    proxied: proxied ?? null,
     outputTail: () => tail.text(),
     stop,
   };

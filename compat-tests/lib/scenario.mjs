@@ -5,7 +5,7 @@
 export const SCENARIO_TIMEOUT_MS = 20_000;
 // Scenarios that wait on the broker's timers (rebalances, session timeouts) get longer,
 // still under the matrix's hard 60 s.
-export const SCENARIO_TIMEOUTS_MS = { group: 45_000 };
+export const SCENARIO_TIMEOUTS_MS = { group: 45_000, txn: 40_000, 'idempotent-cut': 40_000 };
 
 export const EXIT_PASS = 0;
 export const EXIT_FAIL = 1;

@@ -39,13 +39,45 @@ final class Clients {
         return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
     }
 
+    /**
+     * A producer with the client's own defaults (idempotence on, acks=all) and only the time
+     * bounds every scenario has.
+     */
+    static KafkaProducer<byte[], byte[]> defaultProducer(String bootstrap) {
+        Properties p = common(bootstrap);
+        bounded(p);
+        return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    }
+
+    /** A transactional producer (idempotence and acks=all follow from the transactional.id). */
+    static KafkaProducer<byte[], byte[]> transactionalProducer(String bootstrap, String transactionalId) {
+        Properties p = common(bootstrap);
+        bounded(p);
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+        p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+        return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    }
+
+    private static void bounded(Properties p) {
+        // send() and the transaction calls block at most this long; a record is failed after the delivery timeout.
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 10_000);
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 8_000);
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 10_000);
+    }
+
     /** A consumer without group.id: assign() and seek() only, nothing committed. */
     static KafkaConsumer<byte[], byte[]> groupFreeConsumer(String bootstrap) {
+        return groupFreeConsumer(bootstrap, new Properties());
+    }
+
+    /** The same, with extra settings (for instance isolation.level). */
+    static KafkaConsumer<byte[], byte[]> groupFreeConsumer(String bootstrap, Properties extra) {
         Properties p = common(bootstrap);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
         p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, API_TIMEOUT_MS);
         p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 200);
+        p.putAll(extra);
         return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 

@@ -20,8 +20,10 @@ public final class Main {
         SCENARIOS.put("admin", new AdminScenario());
         SCENARIOS.put("group", new GroupScenario());
         SCENARIOS.put("group-admin", new GroupAdminScenario());
+        SCENARIOS.put("idempotent", new IdempotentScenario());
         SCENARIOS.put("metadata", new MetadataScenario());
         SCENARIOS.put("roundtrip", new RoundtripScenario());
+        SCENARIOS.put("txn", new TxnScenario());
     }
 
     private Main() {
