@@ -137,6 +137,37 @@ describe('Fetch reads', () => {
     expect(committed.lastStableOffset).toBe(1n);
   });
 
+  it('stops read_committed at an open transaction and lists aborted transactions once they end', async () => {
+    const s = await services();
+    // Timestamps of now, as the marker's, so that segment.ms does not roll the segment before it.
+    const now = BigInt(Date.now());
+    const plain = (): Buffer => buildBatch({ records: [{ value: 'p', timestamp: now }] });
+    const txn = buildBatch({ producerId: 7n, producerEpoch: 0, baseSequence: 0, transactional: true, records: [{ value: 'a0', timestamp: now }, { value: 'a1', timestamp: now }] });
+    produce(s, 0, plain()); // 0
+    produce(s, 0, txn); // 1..2, producer 7's transaction, still open
+    produce(s, 0, plain()); // 3
+    const read = async (isolationLevel: number) => only(await send(s, 11, request([{ partitions: [{ partition: 0, fetchOffset: 0n }] }], { isolationLevel })));
+    let committed = await read(1);
+    expect([committed.highWatermark, committed.lastStableOffset]).toEqual([4n, 1n]);
+    expect(baseOffsets(committed.records)).toEqual([0n]);
+    expect(committed.abortedTransactions).toEqual([]);
+    expect(baseOffsets((await read(0)).records)).toEqual([0n, 1n, 3n]);
+
+    const [marker] = await s.replicas.writeMarkers({ producerId: 7n, producerEpoch: 0, coordinatorEpoch: 0, commit: false, partitions: [{ topic: 'orders', partition: 0 }] });
+    expect(marker!.errorCode).toBe(ErrorCode.NONE); // the ABORT marker at 4
+    committed = await read(1);
+    expect([committed.highWatermark, committed.lastStableOffset]).toEqual([5n, 5n]);
+    expect(baseOffsets(committed.records)).toEqual([0n, 1n, 3n, 4n]);
+    expect(committed.abortedTransactions).toEqual([{ producerId: 7n, firstOffset: 1n }]);
+    // The transaction spans 1..4 (its marker): a fetch from 3 is told of it, one from past the marker is not.
+    const from = async (fetchOffset: bigint) => only(await send(s, 11, request([{ partitions: [{ partition: 0, fetchOffset }] }], { isolationLevel: 1 })));
+    expect((await from(3n)).abortedTransactions).toEqual([{ producerId: 7n, firstOffset: 1n }]);
+    produce(s, 0, plain()); // 5
+    const later = await from(5n);
+    expect(baseOffsets(later.records)).toEqual([5n]);
+    expect(later.abortedTransactions).toEqual([]);
+  });
+
   it('applies KIP-74: the first batch goes out whole past both limits, later partitions stop at them', async () => {
     const s = await services();
     const [a] = produce(s, 0, batch(5), batch(5));

@@ -234,6 +234,19 @@ describe('ListOffsets replica ids and isolation', () => {
     expect(await one(s, 9, 't1', part(0, MAX_TIMESTAMP), { replicaId: 1 })).toEqual([0, T + 9n, 2n, 0]);
   });
 
+  it('answers LATEST under read_committed with the last stable offset while a transaction is open', async () => {
+    const s = services();
+    await withTopic(s);
+    produce(s, 't1', 0, [T + 1n]); // 0
+    const txn = buildBatch({ producerId: 9n, producerEpoch: 0, baseSequence: 0, transactional: true, records: [{ value: 't', timestamp: T + 2n }] });
+    expect(s.replicas.appendRecords('t1', 0, txn, -1).errorCode).toBe(ErrorCode.NONE); // 1, open
+    produce(s, 't1', 0, [T + 3n]); // 2
+    expect(await one(s, 9, 't1', part(0, LATEST))).toEqual([0, -1n, 3n, 0]);
+    expect(await one(s, 9, 't1', part(0, LATEST), { isolationLevel: 1 })).toEqual([0, -1n, 1n, 0]);
+    await s.replicas.writeMarkers({ producerId: 9n, producerEpoch: 0, coordinatorEpoch: 0, commit: true, partitions: [{ topic: 't1', partition: 0 }] });
+    expect(await one(s, 9, 't1', part(0, LATEST), { isolationLevel: 1 })).toEqual([0, -1n, 4n, 0]);
+  });
+
   it('answers KAFKA_STORAGE_ERROR for a log that went offline', async () => {
     const fs = new FaultyFs();
     const s = services({}, undefined, { fs });
