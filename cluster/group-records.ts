@@ -14,7 +14,7 @@
  */
 import { decode, encode } from '../wire/codec.js';
 import { Reader } from '../wire/reader.js';
-import { BATCH_LENGTH, CONTROL, LAST_OFFSET_DELTA, LOG_OVERHEAD, MAGIC, MAGIC_V2, ATTRIBUTES, PRODUCER_ID, TRANSACTIONAL, buildBatch, decodeRecords } from '../wire/record-batch.js';
+import { CONTROL, LAST_OFFSET_DELTA, MAGIC, MAGIC_V2, ATTRIBUTES, PRODUCER_ID, TRANSACTIONAL, buildBatch, decodeRecords, readEndTxnMarker, wholeBatches } from '../wire/record-batch.js';
 import { GroupMetadataKey } from '../wire/messages/group-metadata-key.js';
 import { GroupMetadataValue } from '../wire/messages/group-metadata-value.js';
 import { OffsetCommitKey } from '../wire/messages/offset-commit-key.js';
@@ -134,10 +134,6 @@ export function recordsBatch(records: readonly CoordinatorRecord[], now: number,
   });
 }
 
-/** A control record's type (the int16 after the key's version): a transaction's end. */
-const CONTROL_ABORT = 0;
-const CONTROL_COMMIT = 1;
-
 /**
  * A stored batch of __consumer_offsets as the loader needs it: the records
  * of a data batch with the producer that wrote them (-1 outside
@@ -166,12 +162,7 @@ export type OffsetsBatch =
  * { kind: 'control', lastOffset: 5n, producerId: 7n, commit: true }.
  */
 export function* batchesIn(bytes: Buffer, onBadBatch: (baseOffset: bigint, error: string) => void): Generator<OffsetsBatch> {
-  let at = 0;
-  while (at + LOG_OVERHEAD <= bytes.length) {
-    const size = LOG_OVERHEAD + bytes.readInt32BE(at + BATCH_LENGTH);
-    if (size < LOG_OVERHEAD || at + size > bytes.length) break;
-    const batch = bytes.subarray(at, at + size);
-    at += size;
+  for (const batch of wholeBatches(bytes)) {
     const baseOffset = batch.readBigInt64BE(0);
     if (batch.length <= MAGIC || batch[MAGIC] !== MAGIC_V2) {
       onBadBatch(baseOffset, `magic ${batch[MAGIC]} is not 2`);
@@ -186,7 +177,7 @@ export function* batchesIn(bytes: Buffer, onBadBatch: (baseOffset: bigint, error
     const lastOffset = baseOffset + BigInt(batch.readInt32BE(LAST_OFFSET_DELTA));
     const producerId = batch.readBigInt64BE(PRODUCER_ID);
     if ((attributes & CONTROL) !== 0) {
-      yield { kind: 'control', lastOffset, producerId, commit: markerResult(decoded.records[0]?.key ?? null) };
+      yield { kind: 'control', lastOffset, producerId, commit: readEndTxnMarker(batch)?.commit ?? null };
       continue;
     }
     yield {
@@ -197,15 +188,6 @@ export function* batchesIn(bytes: Buffer, onBadBatch: (baseOffset: bigint, error
       records: decoded.records.map((r) => ({ offset: baseOffset + BigInt(r.offsetDelta), record: deserializeRecord(r.key, r.value) })),
     };
   }
-}
-
-/** What a control record's key says of its transaction: committed, aborted, or null for another kind of control record. */
-function markerResult(key: Buffer | null): boolean | null {
-  if (key === null || key.length < 4) return null;
-  const type = key.readInt16BE(2);
-  if (type === CONTROL_COMMIT) return true;
-  if (type === CONTROL_ABORT) return false;
-  return null;
 }
 
 /**

@@ -5,7 +5,7 @@
  * appends as their leader with acks=all and the coordinator origin, reads
  * from the log start to the log end for loading.
  */
-import { BATCH_LENGTH, LAST_OFFSET_DELTA, LOG_OVERHEAD } from '../wire/record-batch.js';
+import { LAST_OFFSET_DELTA, wholeBatches } from '../wire/record-batch.js';
 import { GROUP_METADATA_TOPIC } from './group-partition.js';
 import type { OffsetsTopicStore } from './group-coordinator.js';
 import type { ReplicaManager } from './replica-manager.js';
@@ -42,13 +42,7 @@ export function replicaOffsetsStore(replicas: ReplicaManager, topic: string = GR
 
 /** The offset after the last whole batch in `chunk`, or null when it holds none. */
 function nextOffsetAfter(chunk: Buffer): bigint | null {
-  let at = 0;
   let next: bigint | null = null;
-  while (at + LOG_OVERHEAD <= chunk.length) {
-    const size = LOG_OVERHEAD + chunk.readInt32BE(at + BATCH_LENGTH);
-    if (size <= LOG_OVERHEAD || at + size > chunk.length) break;
-    next = chunk.readBigInt64BE(at) + BigInt(chunk.readInt32BE(at + LAST_OFFSET_DELTA)) + 1n;
-    at += size;
-  }
+  for (const batch of wholeBatches(chunk)) next = batch.readBigInt64BE(0) + BigInt(batch.readInt32BE(LAST_OFFSET_DELTA)) + 1n;
   return next;
 }

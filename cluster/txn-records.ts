@@ -10,7 +10,7 @@
  * finalized, which gregor does not offer; both versions are read.
  */
 import { decode, encode } from '../wire/codec.js';
-import { ATTRIBUTES, BATCH_LENGTH, CONTROL, LOG_OVERHEAD, MAGIC, MAGIC_V2, buildBatch, decodeRecords } from '../wire/record-batch.js';
+import { ATTRIBUTES, CONTROL, MAGIC, MAGIC_V2, buildBatch, decodeRecords, wholeBatches } from '../wire/record-batch.js';
 import { TransactionLogKey } from '../wire/messages/transaction-log-key.js';
 import { TransactionLogValue } from '../wire/messages/transaction-log-value.js';
 import type { TransactionLogKey as TransactionLogKeyT } from '../wire/messages/transaction-log-key.js';
@@ -139,12 +139,7 @@ export function* txnRecordsIn(
   bytes: Buffer,
   onBadBatch: (baseOffset: bigint, error: string) => void,
 ): Generator<{ offset: bigint; record: TxnLogRecord | SkippedTxnRecord }> {
-  let at = 0;
-  while (at + LOG_OVERHEAD <= bytes.length) {
-    const size = LOG_OVERHEAD + bytes.readInt32BE(at + BATCH_LENGTH);
-    if (size < LOG_OVERHEAD || at + size > bytes.length) break;
-    const batch = bytes.subarray(at, at + size);
-    at += size;
+  for (const batch of wholeBatches(bytes)) {
     const baseOffset = batch.readBigInt64BE(0);
     if (batch.length <= MAGIC || batch[MAGIC] !== MAGIC_V2) {
       onBadBatch(baseOffset, `magic ${batch[MAGIC]} is not 2`);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  wholeBatches,
   ATTRIBUTES,
   BATCH_HEADER_SIZE,
   BATCH_LENGTH,
@@ -78,6 +79,18 @@ describe('buildBatch', () => {
   it('sets the control bit and compression codec', () => {
     const batch = buildBatch({ records: [{ value: 'x' }], control: true, compression: Compression.Zstd });
     expect(batch.readInt16BE(ATTRIBUTES)).toBe(CONTROL | Compression.Zstd);
+  });
+});
+
+describe('wholeBatches', () => {
+  it('yields each whole batch and stops at a truncated one', () => {
+    const a = buildBatch({ baseOffset: 0n, records: [{ value: 'a', timestamp: 1n }] });
+    const b = buildBatch({ baseOffset: 1n, records: [{ value: 'bb', timestamp: 2n }, { value: 'c', timestamp: 3n }] });
+    const c = buildBatch({ baseOffset: 3n, records: [{ value: 'd', timestamp: 4n }] });
+    const views = [...wholeBatches(Buffer.concat([a, b, c.subarray(0, c.length - 1)]))];
+    expect(views.map((v) => v.readBigInt64BE(0))).toEqual([0n, 1n]);
+    expect(views[1]!.equals(b)).toBe(true);
+    expect([...wholeBatches(Buffer.alloc(0))]).toEqual([]);
   });
 });
 

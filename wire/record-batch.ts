@@ -123,6 +123,24 @@ export interface Record {
 export type DecodeRecordsResult = { ok: true; records: Record[] } | { ok: false; error: string };
 
 /**
+ * Each whole batch in `bytes` (batches back to back, as a log read returns
+ * them), as a view; a truncated last batch, or a length field too small to
+ * be a batch, ends the walk. Nothing is checked beyond the lengths.
+ *
+ * Example: two 70-byte batches followed by 30 bytes of a third -> two views
+ * of 70 bytes each.
+ */
+export function* wholeBatches(bytes: Buffer): Generator<Buffer> {
+  let at = 0;
+  while (at + LOG_OVERHEAD <= bytes.length) {
+    const size = LOG_OVERHEAD + bytes.readInt32BE(at + BATCH_LENGTH);
+    if (size <= LOG_OVERHEAD || at + size > bytes.length) return;
+    yield bytes.subarray(at, at + size);
+    at += size;
+  }
+}
+
+/**
  * Decodes every record of the v2 batch that starts at byte 0 of `batch`. Keys and
  * values are views into `batch` (or into the decompressed payload). Never throws:
  * bad sizes, codecs or record structure come back as `{ ok: false }`.
