@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
@@ -211,6 +211,31 @@ describe('durability of producer state', () => {
     const again = open(dir, config); // unclean: replays from the snapshot at 1
     expect(again.firstUnstableOffset).toBe(0n);
     expect(again.activeProducers().map((p) => p.producerId).sort()).toEqual([7n, 9n]);
+  });
+
+  it('rebuilds one damaged segment\'s aborted-transaction index without adding to the others', () => {
+    const dir = tempDir();
+    const log = open(dir, config);
+    const abortAt = (pid: bigint): void => {
+      ok(log.append(batch(pid, 0, 0, 1, { transactional: true })));
+      expect(log.appendControlMarker({ producerId: pid, producerEpoch: 0, coordinatorEpoch: 0, commit: false }, 0).ok).toBe(true);
+    };
+    abortAt(7n); // 0, marker 1
+    log.roll();
+    abortAt(8n); // 2, marker 3
+    log.roll();
+    log.updateHighWatermark(4n);
+    log.close();
+    // A damaged index makes a clean open rescan that segment, and replay the producers from it on.
+    const first = join(dir, '00000000000000000000.txnindex');
+    writeFileSync(first, Buffer.concat([readFileSync(first), Buffer.from([0])]));
+    const again = open(dir, config);
+    expect(again.collectAbortedTransactions(0n, 4n)).toEqual([
+      { producerId: 7n, firstOffset: 0n },
+      { producerId: 8n, firstOffset: 2n },
+    ]);
+    again.close();
+    expect(open(dir, config).collectAbortedTransactions(2n, 4n)).toEqual([{ producerId: 8n, firstOffset: 2n }]);
   });
 
   it('expires idle producers without an open transaction', () => {

@@ -1256,8 +1256,7 @@ export class PartitionLog {
   private loadProducerState(clean: boolean, recovered: readonly LogSegment[]): void {
     this.producers.removeStraySnapshots(this.segments.map((s) => s.baseOffset));
     for (const seg of recovered) seg.txnIndex.reset();
-    const indexFrom = recovered.length > 0 ? recovered[0]!.baseOffset : null;
-    this.rebuildProducerState(this.logEndOffset, clean, indexFrom);
+    this.rebuildProducerState(this.logEndOffset, clean, recovered.length > 0 ? new Set(recovered) : null);
     this.producers.onHighWatermarkUpdated(this._highWatermark);
     this.updateFirstUnstableOffset();
     for (const seg of recovered) seg.txnIndex.flush();
@@ -1272,11 +1271,15 @@ export class PartitionLog {
    * producer state was kept) gets empty snapshots instead of a scan, and a
    * state with no producer that already reached `lastOffset` stays empty
    * (a log no idempotent producer ever wrote to is never scanned). With
-   * `indexFrom`, segments from that base on take the ABORT entries the
-   * replay finds into their aborted-transaction indexes.
+   * `rebuilt` (segments whose aborted-transaction indexes were emptied), the
+   * replay starts at or below the first of them and writes the ABORT entries
+   * it finds into theirs; the indexes of the other segments it passes stay
+   * as they are.
    */
-  private rebuildProducerState(lastOffset: bigint, reloadFromCleanShutdown: boolean, indexFrom: bigint | null = null): void {
+  private rebuildProducerState(lastOffset: bigint, reloadFromCleanShutdown: boolean, rebuilt: ReadonlySet<LogSegment> | null = null): void {
     const psm = this.producers;
+    let indexFrom: bigint | null = null;
+    for (const seg of rebuilt ?? []) if (indexFrom === null || seg.baseOffset < indexFrom) indexFrom = seg.baseOffset;
     const segs = this.segments;
     const offsetsToSnapshot = new Set<bigint>([segs[segs.length - 1]!.baseOffset, lastOffset]);
     if (segs.length > 1) offsetsToSnapshot.add(segs[segs.length - 2]!.baseOffset);
@@ -1298,7 +1301,7 @@ export class PartitionLog {
         if (this._logStartOffset > start) start = this._logStartOffset;
         psm.updateMapEndOffset(start);
         if (offsetsToSnapshot.has(seg.baseOffset)) psm.takeSnapshot();
-        this.replaySegment(seg, start, lastOffset, indexFrom !== null && seg.baseOffset >= indexFrom);
+        this.replaySegment(seg, start, lastOffset, rebuilt?.has(seg) ?? false);
       }
     }
     psm.updateMapEndOffset(lastOffset);
