@@ -11,7 +11,7 @@ import { FaultyFs } from '../storage/fs.js';
 import { logConfig } from '../storage/log-config.js';
 import { NO_RESPONSE } from './handler.js';
 import { produce } from './produce.js';
-import { ctxFor, testServices, type TestServices } from './test-services.js';
+import { ctxFor, testServices, txnServices, type TestServices } from './test-services.js';
 
 const open: TestServices[] = [];
 afterEach(async () => {
@@ -118,6 +118,41 @@ describe('Produce', () => {
     const r = await send(s, 9, req('orders', [{ index: 3, records: batch(1) }, { index: -1, records: batch(1) }, { index: 0, records: batch(1) }]));
     expect(r.responses[0]!.partitionResponses.map((p) => p.errorCode)).toEqual([ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0]);
     expect(existsSync(join(s.dataDir, 'orders-3'))).toBe(false);
+  });
+
+  it('answers a retried idempotent batch with its first offsets and writes it once', async () => {
+    const s = services();
+    await withTopic(s);
+    const idempotent = (seq: number): Buffer => buildBatch({ producerId: 3n, producerEpoch: 0, baseSequence: seq, records: [{ value: `r${seq}`, timestamp: 1000n }, { value: 'x', timestamp: 1000n }] });
+    const first = await send(s, 9, req('orders', [{ index: 0, records: idempotent(0) }]));
+    await send(s, 9, req('orders', [{ index: 0, records: idempotent(2) }]));
+    const retried = await send(s, 9, req('orders', [{ index: 0, records: idempotent(0) }]));
+    expect(retried.responses[0]!.partitionResponses[0]).toMatchObject({ errorCode: 0, baseOffset: first.responses[0]!.partitionResponses[0]!.baseOffset });
+    const gap = await send(s, 9, req('orders', [{ index: 0, records: idempotent(7) }]));
+    expect(gap.responses[0]!.partitionResponses[0]!.errorCode).toBe(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER);
+    expect(s.replicas.logFor('orders', 0)!.logEndOffset).toBe(4n);
+  });
+
+  it('takes transactional batches only with a transactional id, from one producer, to partitions the transaction added', async () => {
+    const s = await txnServices();
+    open.push(s);
+    const { producerId, producerEpoch } = await s.transactions.initProducerId({ transactionalId: 'tx', transactionTimeoutMs: 60_000, expected: null });
+    const txn = (pid = producerId): Buffer => buildBatch({ producerId: pid, producerEpoch, baseSequence: 0, transactional: true, records: [{ value: 'a', timestamp: 1000n }] });
+    const codes = (r: ProduceResponse): number[] => r.responses.flatMap((t) => t.partitionResponses.map((p) => p.errorCode));
+    const ask = (transactionalId: string | null, parts: { index: number; records: Buffer }[]) => send(s, 9, { ...req('t', parts), transactionalId });
+    expect(codes(await ask(null, [{ index: 0, records: txn() }, { index: 1, records: batch(1) }]))).toEqual([
+      ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+      ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    ]);
+    expect(codes(await ask('tx', [{ index: 0, records: txn() }, { index: 1, records: txn(producerId + 1n) }]))).toEqual([
+      ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+      ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+    ]);
+    expect(codes(await ask('tx', [{ index: 0, records: txn() }]))).toEqual([ErrorCode.INVALID_TXN_STATE]);
+    expect(s.transactions.addPartitions('tx', producerId, producerEpoch, [{ topic: 't', partition: 0 }])).toBe(ErrorCode.NONE);
+    expect(codes(await ask('tx', [{ index: 0, records: txn() }]))).toEqual([ErrorCode.NONE]);
+    expect(s.replicas.logFor('t', 0)!.firstUnstableOffset).toBe(0n);
+    expect(s.replicas.logFor('t', 1)!.logEndOffset).toBe(0n);
   });
 
   it('appends with acks=0 and sends no response', async () => {

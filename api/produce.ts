@@ -73,6 +73,32 @@ export function versionProblem(records: Buffer, version: number): PartitionAppen
 }
 
 /**
+ * What refuses a whole request with transactional batches, as Kafka does
+ * before looking at any partition: TRANSACTIONAL_ID_AUTHORIZATION_FAILED when
+ * it names no transactional id, INVALID_PRODUCER_ID_MAPPING when they come
+ * from more than one producer id or epoch. null otherwise.
+ *
+ * Example: a transactional batch of producer 7 in a request whose
+ * transactional_id is null -> TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+ */
+function transactionalProblem(req: ProduceRequest): number | null {
+  let producer: string | null = null;
+  for (const topic of req.topicData) {
+    for (const p of topic.partitionData) {
+      const records = p.records;
+      // From v3 on a partition holds one batch; legacy message sets carry no transactions.
+      if (!records || records.length < BATCH_HEADER_SIZE || records[MAGIC] !== MAGIC_V2) continue;
+      if ((records.readInt16BE(ATTRIBUTES) & TRANSACTIONAL) === 0 || records.readBigInt64BE(PRODUCER_ID) < 0n) continue;
+      if (req.transactionalId === null) return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+      const id = `${records.readBigInt64BE(PRODUCER_ID)}:${records.readInt16BE(PRODUCER_EPOCH)}`;
+      if (producer !== null && producer !== id) return ErrorCode.INVALID_PRODUCER_ID_MAPPING;
+      producer = id;
+    }
+  }
+  return null;
+}
+
+/**
  * A transactional batch may only go to a partition its transaction added
  * (Kafka's transaction verification, KIP-890): asked of the coordinator of
  * `transactionalId`. INVALID_TXN_STATE when the partition was not added; the
@@ -116,6 +142,8 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
     if (acks !== -1 && acks !== 0 && acks !== 1) {
       return errorBody(req, ErrorCode.INVALID_REQUIRED_ACKS, ctx);
     }
+    const refused = transactionalProblem(req);
+    if (refused !== null) return acks === 0 ? NO_RESPONSE : errorBody(req, refused, ctx);
     const { replicas, metadata } = ctx.services;
     // Topics this request created: every partition of theirs in this request is answered as unknown.
     const createdNow = new Set<string>();
