@@ -149,6 +149,9 @@ describe('Produce', () => {
       ErrorCode.INVALID_PRODUCER_ID_MAPPING,
     ]);
     expect(codes(await ask('tx', [{ index: 0, records: txn() }]))).toEqual([ErrorCode.INVALID_TXN_STATE]);
+    // Produce v11 knows TRANSACTION_ABORTABLE, which Kafka 4.0 answers it instead.
+    const v11 = await send(s, 11, { ...req('t', [{ index: 0, records: txn() }]), transactionalId: 'tx' });
+    expect(codes(v11)).toEqual([ErrorCode.TRANSACTION_ABORTABLE]);
     expect(s.transactions.addPartitions('tx', producerId, producerEpoch, [{ topic: 't', partition: 0 }])).toBe(ErrorCode.NONE);
     expect(codes(await ask('tx', [{ index: 0, records: txn() }]))).toEqual([ErrorCode.NONE]);
     expect(s.replicas.logFor('t', 0)!.firstUnstableOffset).toBe(0n);

@@ -101,7 +101,8 @@ function transactionalProblem(req: ProduceRequest): number | null {
 /**
  * A transactional batch may only go to a partition its transaction added
  * (Kafka's transaction verification, KIP-890): asked of the coordinator of
- * `transactionalId`. INVALID_TXN_STATE when the partition was not added; the
+ * `transactionalId`. When the partition was not added: TRANSACTION_ABORTABLE
+ * from v11 on, INVALID_TXN_STATE before; the
  * coordinator's own transient errors become NOT_ENOUGH_REPLICAS, which
  * producers retry, as Kafka translates them. null when there is nothing to
  * verify or the partition is in the transaction.
@@ -114,7 +115,7 @@ function unverifiedTransaction(records: Buffer, transactionalId: string | null, 
   if ((records.readInt16BE(ATTRIBUTES) & TRANSACTIONAL) === 0) return null;
   const producerId = records.readBigInt64BE(PRODUCER_ID);
   if (producerId < 0n) return null;
-  const code = ctx.services.transactions.verifyPartition(transactionalId, producerId, records.readInt16BE(PRODUCER_EPOCH), topic, partition);
+  const code = ctx.services.transactions.verifyPartition(transactionalId, producerId, records.readInt16BE(PRODUCER_EPOCH), topic, partition, ctx.apiVersion >= 11);
   switch (code) {
     case ErrorCode.NONE:
       return null;

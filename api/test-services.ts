@@ -65,6 +65,7 @@ export function testServices(
     config: groupCoordinatorConfig(full),
     ...(opts.groupTimer ? { timer: opts.groupTimer } : {}),
   }).start();
+  replicas.onOffsetsTxnMarker = (partition, producerId, commit) => groups.completeTransaction(partition, producerId, commit);
   const transactions = new TransactionCoordinator(
     full.nodeId,
     store,

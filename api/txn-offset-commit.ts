@@ -5,9 +5,16 @@
  * adds the committed leader epoch; v3 adds the group's generation, member
  * id and group instance id, so that a zombie member is fenced
  * (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID), and is
- * flexible; v4 only lets the client know TRANSACTION_ABORTABLE, which this
- * broker never answers (it does not verify the transaction, as Kafka does
- * not before v5).
+ * flexible; v4 lets the client know TRANSACTION_ABORTABLE.
+ *
+ * First the transaction coordinator must know the group's partition of
+ * __consumer_offsets as part of the producer's ongoing transaction
+ * (AddOffsetsToTxn), as Kafka 4.0 verifies it: otherwise every partition
+ * is answered INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4), a fenced
+ * producer INVALID_PRODUCER_EPOCH, an unknown one INVALID_PRODUCER_ID_MAPPING,
+ * and the coordinator's transient errors COORDINATOR_NOT_AVAILABLE, which
+ * the client retries. Without that check a late commit would open a
+ * transaction in __consumer_offsets that no marker ever ends.
  *
  * As Kafka's broker does, partitions of unknown topics, and partitions a
  * topic does not have, are answered UNKNOWN_TOPIC_OR_PARTITION here; the
@@ -26,10 +33,12 @@ import { ErrorCode } from '../wire/errors.js';
 import { TxnOffsetCommitRequest, type TxnOffsetCommitRequestTopic } from '../wire/messages/txn-offset-commit-request.js';
 import { TxnOffsetCommitResponse, type TxnOffsetCommitResponseTopic } from '../wire/messages/txn-offset-commit-response.js';
 import type { MetadataImage } from '../cluster/metadata-image.js';
-import { defineHandler } from './handler.js';
+import { GROUP_METADATA_TOPIC, partitionFor } from '../cluster/group-partition.js';
+import { defineHandler, type RequestContext } from './handler.js';
 
 const MEMBER_FIELDS_VERSION = 3;
 const LEADER_EPOCH_VERSION = 2;
+const ABORTABLE_VERSION = 4;
 
 function hasPartition(image: MetadataImage, topic: string, partition: number): boolean {
   return image.topics.get(topic)?.partitions.some((p) => p.partition === partition) ?? false;
@@ -52,6 +61,8 @@ export const txnOffsetCommit = defineHandler<TxnOffsetCommitRequest, TxnOffsetCo
     }
     const answered = new Map<string, number>();
     if (known.length > 0) {
+      const refused = unverified(req, ctx);
+      if (refused !== null) return errorBody(req, refused);
       const withMember = v >= MEMBER_FIELDS_VERSION;
       const results = ctx.services.groups.commitTransactionalOffsets({
         transactionalId: req.transactionalId,
@@ -82,8 +93,36 @@ export const txnOffsetCommit = defineHandler<TxnOffsetCommitRequest, TxnOffsetCo
     }));
     return { throttleTimeMs: 0, topics };
   },
-  errorResponse: (req, errorCode) => ({
+  errorResponse: (req, errorCode) => errorBody(req, errorCode),
+});
+
+function errorBody(req: TxnOffsetCommitRequest, errorCode: number): TxnOffsetCommitResponse {
+  return {
     throttleTimeMs: 0,
     topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })),
-  }),
-});
+  };
+}
+
+/**
+ * Why the transaction may not commit offsets of this group (see the file
+ * comment), or null. Example: a producer whose transaction never added the
+ * group -> INVALID_TXN_STATE at v3, TRANSACTION_ABORTABLE at v4.
+ */
+function unverified(req: TxnOffsetCommitRequest, ctx: RequestContext): number | null {
+  const offsets = ctx.services.metadata.image().topics.get(GROUP_METADATA_TOPIC);
+  // Without the topic the group coordinator answers (NOT_COORDINATOR).
+  if (!offsets) return null;
+  const partition = partitionFor(req.groupId, offsets.partitions.length);
+  const code = ctx.services.transactions.verifyPartition(req.transactionalId, req.producerId, req.producerEpoch, GROUP_METADATA_TOPIC, partition, ctx.apiVersion >= ABORTABLE_VERSION);
+  switch (code) {
+    case ErrorCode.NONE:
+      return null;
+    case ErrorCode.CONCURRENT_TRANSACTIONS:
+    case ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+    case ErrorCode.NOT_COORDINATOR:
+    case ErrorCode.COORDINATOR_NOT_AVAILABLE:
+      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    default:
+      return code;
+  }
+}

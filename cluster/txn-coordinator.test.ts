@@ -328,9 +328,10 @@ describe('TransactionCoordinator: transactions', () => {
     const h = harness();
     const { producerId } = await init(h, 'tx');
     h.coordinator.addPartitions('tx', producerId, 0, [T0]);
-    const verify = (pid: bigint, epoch: number, partition: number, id = 'tx') => h.coordinator.verifyPartition(id, pid, epoch, 't', partition);
+    const verify = (pid: bigint, epoch: number, partition: number, id = 'tx', abortableKnown = false) => h.coordinator.verifyPartition(id, pid, epoch, 't', partition, abortableKnown);
     expect(verify(producerId, 0, 0)).toBe(ErrorCode.NONE);
     expect(verify(producerId, 0, 1)).toBe(ErrorCode.INVALID_TXN_STATE);
+    expect(verify(producerId, 0, 1, 'tx', true)).toBe(ErrorCode.TRANSACTION_ABORTABLE);
     expect(verify(producerId, 1, 0)).toBe(ErrorCode.INVALID_PRODUCER_EPOCH);
     expect(verify(producerId + 1n, 0, 0)).toBe(ErrorCode.INVALID_PRODUCER_ID_MAPPING);
     expect(verify(producerId, 0, 0, 'other')).toBe(ErrorCode.INVALID_PRODUCER_ID_MAPPING);

@@ -413,26 +413,29 @@ export class TransactionCoordinator {
   }
 
   /**
-   * For the Produce path (KIP-890 part 1): NONE when the partition is in the
-   * ongoing transaction of this producer id and epoch; otherwise the error
-   * as Kafka 4.0's AddPartitionsToTxnManager hands it to the produce (up to
-   * Produce v11): INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH
-   * (fenced), INVALID_TXN_STATE (not added), or the coordinator's retriable
-   * error (CONCURRENT_TRANSACTIONS, NOT_COORDINATOR), which the produce
-   * path turns into NOT_ENOUGH_REPLICAS as Kafka's ReplicaManager does.
+   * For the Produce and TxnOffsetCommit paths (KIP-890 part 1): NONE when
+   * the partition is in the ongoing transaction of this producer id and
+   * epoch; otherwise the error as Kafka 4.0's AddPartitionsToTxnManager
+   * hands it to them: INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH
+   * (fenced), for a partition not added TRANSACTION_ABORTABLE to requests
+   * that know it (`abortableKnown`: Produce v11+, TxnOffsetCommit v4+) and
+   * INVALID_TXN_STATE to older ones, or the coordinator's retriable error
+   * (CONCURRENT_TRANSACTIONS, NOT_COORDINATOR), which the callers translate
+   * as Kafka does.
    *
    * Example: after addPartitions('tx', 0n, 0, [orders-0]):
-   * verifyPartition('tx', 0n, 0, 'orders', 0) -> NONE; ('tx', 0n, 0,
-   * 'orders', 1) -> INVALID_TXN_STATE; ('tx', 0n, 1, 'orders', 0) ->
+   * verifyPartition('tx', 0n, 0, 'orders', 0, false) -> NONE; ('tx', 0n, 0,
+   * 'orders', 1, false) -> INVALID_TXN_STATE, with true
+   * TRANSACTION_ABORTABLE; ('tx', 0n, 1, 'orders', 0, false) ->
    * INVALID_PRODUCER_EPOCH.
    */
-  verifyPartition(transactionalId: string, producerId: bigint, producerEpoch: number, topic: string, partition: number): number {
+  verifyPartition(transactionalId: string, producerId: bigint, producerEpoch: number, topic: string, partition: number, abortableKnown: boolean): number {
     const [result] = this.verifyPartitions(transactionalId, producerId, producerEpoch, [{ topic, partition }]);
     switch (result!.errorCode) {
       case ErrorCode.PRODUCER_FENCED:
         return ErrorCode.INVALID_PRODUCER_EPOCH;
       case ErrorCode.TRANSACTION_ABORTABLE:
-        return ErrorCode.INVALID_TXN_STATE;
+        return abortableKnown ? ErrorCode.TRANSACTION_ABORTABLE : ErrorCode.INVALID_TXN_STATE;
       default:
         return result!.errorCode;
     }
