@@ -370,6 +370,31 @@ describe('TransactionCoordinator: markers', () => {
     expect(h.coordinator.transaction('tx')!.state).toBe('CompleteCommit');
   });
 
+  it('completes a transaction whose marker a partition refuses for good, so that the id can go on', async () => {
+    const h = harness();
+    const { producerId } = await init(h, 'tx');
+    h.coordinator.addPartitions('tx', producerId, 0, [T0, T1]);
+    h.markers.failures.set('t-1', [ErrorCode.INVALID_PRODUCER_EPOCH]);
+    expect(h.coordinator.endTransaction('tx', producerId, 0, true)).toBe(ErrorCode.NONE);
+    await h.coordinator.markersSettled();
+    expect(h.coordinator.transaction('tx')!.state).toBe('CompleteCommit');
+    expect(h.coordinator.addPartitions('tx', producerId, 0, [T0])).toBe(ErrorCode.NONE);
+  });
+
+  it('retries the completion write after an unexpected error too', async () => {
+    const h = harness();
+    const { producerId } = await init(h, 'tx');
+    h.coordinator.addPartitions('tx', producerId, 0, [T0]);
+    h.markers.hold();
+    h.coordinator.endTransaction('tx', producerId, 0, true);
+    h.store.failures.push(ErrorCode.UNKNOWN_SERVER_ERROR);
+    h.markers.release();
+    await h.coordinator.markersSettled();
+    expect(h.coordinator.transaction('tx')!.state).toBe('PrepareCommit');
+    h.timer.advance(1000);
+    expect(h.coordinator.transaction('tx')!.state).toBe('CompleteCommit');
+  });
+
   it('retries the completion write while the log is unavailable', async () => {
     const h = harness();
     const { producerId } = await init(h, 'tx');

@@ -515,7 +515,9 @@ export class TransactionCoordinator {
   /** Starts (or retries) the markers of a transaction in PrepareCommit/PrepareAbort, then writes `complete`. */
   private writeMarkers(shard: TxnShard, txn: TransactionMetadata, commit: boolean, complete: TxnTransit, attempt: number): void {
     const run = this.writeMarkersOnce(shard, txn, commit, complete, attempt).catch((err: unknown) => {
-      this.log.warn({ transactionalId: txn.transactionalId, err }, 'writing transaction markers failed');
+      // Nothing else would ever end the transaction: try again later.
+      this.log.warn({ transactionalId: txn.transactionalId, err }, 'writing transaction markers failed; will retry');
+      this.timer.schedule(markersKey(txn.transactionalId), this.backoff(attempt), () => this.writeMarkers(shard, txn, commit, complete, attempt + 1));
     });
     this.inFlight.add(run);
     void run.finally(() => this.inFlight.delete(run));
@@ -550,9 +552,10 @@ export class TransactionCoordinator {
         } else if (r.errorCode === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION && !partitionExists(this.metadata.image(), r.topic, r.partition)) {
           txn.removePartition(r.topic, r.partition);
         } else if (r.errorCode === ErrorCode.INVALID_PRODUCER_EPOCH || r.errorCode === ErrorCode.TRANSACTION_COORDINATOR_FENCED) {
-          // A newer producer epoch or coordinator has taken over this transaction.
-          this.log.warn({ transactionalId, topic: r.topic, partition: r.partition, error: r.errorCode }, 'transaction marker refused for good; giving up on this transaction');
-          return;
+          // The partition already knows a newer producer epoch or coordinator, whose markers decide its
+          // data; the transaction still completes here, or its id would stay busy for good.
+          this.log.warn({ transactionalId, topic: r.topic, partition: r.partition, error: r.errorCode }, 'transaction marker refused by the partition; not writing it there');
+          txn.removePartition(r.topic, r.partition);
         } else if (r.errorCode === ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT || r.errorCode === ErrorCode.UNSUPPORTED_VERSION) {
           txn.removePartition(r.topic, r.partition);
         } else {
@@ -569,19 +572,26 @@ export class TransactionCoordinator {
     this.writeCompletion(shard, txn, complete, 0);
   }
 
-  /** Writes CompleteCommit/CompleteAbort; retried while the log answers COORDINATOR_NOT_AVAILABLE. */
+  /**
+   * Writes CompleteCommit/CompleteAbort, retried with backoff until it is
+   * written or the partition is no longer led here: until then the id
+   * answers CONCURRENT_TRANSACTIONS, which producers retry.
+   */
   private writeCompletion(shard: TxnShard, txn: TransactionMetadata, complete: TxnTransit, attempt: number): void {
     if (!this.owns(shard, txn)) return;
-    const error = this.persist(shard, txn, complete, (e) => e === ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    let error: number;
+    try {
+      error = this.persist(shard, txn, complete, () => true);
+    } catch (err) {
+      this.log.warn({ transactionalId: txn.transactionalId, err }, 'cannot complete the transaction');
+      return;
+    }
     if (error === ErrorCode.NONE) {
       this.log.info({ transactionalId: txn.transactionalId, state: complete.state }, 'completed transaction');
       return;
     }
-    if (error === ErrorCode.COORDINATOR_NOT_AVAILABLE) {
-      this.timer.schedule(markersKey(txn.transactionalId), this.backoff(attempt), () => this.writeCompletion(shard, txn, complete, attempt + 1));
-      return;
-    }
-    this.log.warn({ transactionalId: txn.transactionalId, error }, 'cannot write the completion of a transaction');
+    if (attempt === 0) this.log.warn({ transactionalId: txn.transactionalId, error }, 'cannot write the completion of a transaction; will retry');
+    this.timer.schedule(markersKey(txn.transactionalId), this.backoff(attempt), () => this.writeCompletion(shard, txn, complete, attempt + 1));
   }
 
   private backoff(attempt: number): number {
