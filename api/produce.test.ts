@@ -158,6 +158,17 @@ describe('Produce', () => {
     expect(s.replicas.logFor('t', 1)!.logEndOffset).toBe(0n);
   });
 
+  it('refuses client writes to the internal topics with INVALID_TOPIC_EXCEPTION, as Kafka does', async () => {
+    const s = services();
+    await s.metadata.createTopic({ name: '__consumer_offsets', numPartitions: 1, replicationFactor: 1 });
+    const r = await send(s, 9, req('__consumer_offsets', [{ index: 0, records: batch(1) }]));
+    expect(r.responses[0]!.partitionResponses[0]).toMatchObject({ errorCode: ErrorCode.INVALID_TOPIC_EXCEPTION, errorMessage: 'Cannot append to internal topic __consumer_offsets' });
+    expect(s.replicas.logFor('__consumer_offsets', 0)?.logEndOffset ?? 0n).toBe(0n);
+    // Kafka's own admin client id may.
+    const admin = await produce.handle(req('__consumer_offsets', [{ index: 0, records: batch(1) }]), { ...ctxFor(s, 9), clientId: '__admin_client' });
+    expect(admin !== NO_RESPONSE && admin.responses[0]!.partitionResponses[0]!.errorCode).toBe(ErrorCode.NONE);
+  });
+
   it('appends with acks=0 and sends no response', async () => {
     const s = services();
     await withTopic(s);

@@ -24,10 +24,13 @@ import { ProduceResponse, type PartitionProduceResponse, type TopicProduceRespon
 import { ErrorCode, errorName } from '../wire/errors.js';
 import { ATTRIBUTES, BATCH_LENGTH, COMPRESSION_MASK, Compression, LOG_OVERHEAD, MAGIC, MAGIC_V2, PRODUCER_EPOCH, PRODUCER_ID, BATCH_HEADER_SIZE, TRANSACTIONAL } from '../wire/record-batch.js';
 import { appendError, type PartitionAppendResult } from '../cluster/replica-manager.js';
+import { INTERNAL_TOPICS } from '../cluster/topic-names.js';
 import { autoCreateTopic } from './auto-create.js';
 import { NO_RESPONSE, defineHandler, type RequestContext } from './handler.js';
 
 const EMPTY = Buffer.alloc(0);
+/** The client id Kafka lets write to internal topics (its AdminUtils.ADMIN_CLIENT_ID). */
+const ADMIN_CLIENT_ID = '__admin_client';
 
 function partitionResponse(index: number, r: PartitionAppendResult): PartitionProduceResponse {
   return {
@@ -159,6 +162,8 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
         usable = outcome.kind === 'exists';
       }
       const partitions = usable ? new Set(metadata.image().topics.get(topic.name)?.partitions.map((x) => x.partition)) : null;
+      // The coordinators own what the internal topics hold.
+      const internal = INTERNAL_TOPICS.has(topic.name);
       for (const p of topic.partitionData) {
         if (!partitions) {
           partitionResponses.push(partitionResponse(p.index, appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)));
@@ -169,7 +174,9 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
         const records = p.records ?? EMPTY;
         const result = !hasPartition
           ? appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-          : (versionProblem(records, ctx.apiVersion) ??
+          : internal && ctx.clientId !== ADMIN_CLIENT_ID
+            ? appendError(ErrorCode.INVALID_TOPIC_EXCEPTION, `Cannot append to internal topic ${topic.name}`)
+            : (versionProblem(records, ctx.apiVersion) ??
             unverifiedTransaction(records, req.transactionalId, topic.name, p.index, ctx) ??
             replicas.appendRecords(topic.name, p.index, records, acks));
         partitionResponses.push(partitionResponse(p.index, result));

@@ -33,11 +33,8 @@
  * `completeTransaction` then moves them to the committed offsets (COMMIT)
  * or drops them (ABORT), as Kafka's OffsetMetadataManager does. A pending
  * commit replaces a committed offset only if it was written after it, so
- * that a mix of plain and transactional commits ends on the latest one.
- * Record offsets: the loader takes them from the log; after loading, the
- * shard counts them on from the log end, one per record appended and one
- * per marker, which keeps their order (all this partition's writes pass
- * through here or through a marker).
+ * that a mix of plain and transactional commits ends on the latest one;
+ * record offsets are the log's, from the loader or from the append.
  *
  * Not implemented: the KIP-848 consumer protocol (ConsumerGroupHeartbeat).
  */
@@ -105,8 +102,12 @@ export const DEFAULT_GROUP_COORDINATOR_CONFIG: GroupCoordinatorConfig = {
 
 /** The coordinator's way to its partitions of __consumer_offsets. */
 export interface OffsetsTopicStore {
-  /** Appends one batch as the partition's leader, waiting as acks=all does; the error code, NONE once written. */
-  append(partition: number, batch: Buffer): number;
+  /**
+   * Appends one batch as the partition's leader, waiting as acks=all does:
+   * the error code, NONE once written, and the offset its first record got
+   * (-1n on error).
+   */
+  append(partition: number, batch: Buffer): { errorCode: number; baseOffset: bigint };
   /** The partition's stored batches from its log start to its end, in chunks of whole batches. */
   read(partition: number): Iterable<Buffer>;
 }
@@ -308,8 +309,6 @@ class Shard {
   private readonly committed = new OffsetTable();
   private readonly pending = new Map<bigint, OffsetTable>();
   private readonly openTransactions = new Map<string, Set<bigint>>();
-  /** The log offset the next record appended here gets (see the file's comment on record offsets). */
-  nextOffset = 0n;
 
   constructor(readonly partition: number) {}
 
@@ -1079,7 +1078,7 @@ export class GroupCoordinator {
         return { partitionIndex: x.partitionIndex, errorCode: ErrorCode.NONE };
       }),
     }));
-    let baseOffset = shard.nextOffset;
+    let baseOffset = -1n;
     if (records.length > 0) {
       const appended = this.appendAt(shard, records);
       if (appended.errorCode !== ErrorCode.NONE) return all(appendErrorToResponseError(appended.errorCode));
@@ -1137,7 +1136,7 @@ export class GroupCoordinator {
         return { partitionIndex: x.partitionIndex, errorCode: ErrorCode.NONE };
       }),
     }));
-    let baseOffset = shard.nextOffset;
+    let baseOffset = -1n;
     if (records.length > 0) {
       const appended = this.appendAt(shard, records, { producerId: p.producerId, producerEpoch: p.producerEpoch });
       if (appended.errorCode !== ErrorCode.NONE) return all(appendErrorToResponseError(appended.errorCode));
@@ -1162,8 +1161,6 @@ export class GroupCoordinator {
   completeTransaction(offsetsPartition: number, producerId: bigint, commit: boolean): void {
     const shard = this.shards.get(offsetsPartition);
     if (!shard) return;
-    // The marker takes one offset of the log.
-    shard.nextOffset += 1n;
     const done = shard.completeTransaction(producerId, commit);
     if (done) this.log.info({ partition: offsetsPartition, producerId: String(producerId), commit, ...done }, 'completed transactional offset commits');
   }
@@ -1478,7 +1475,6 @@ export class GroupCoordinator {
     try {
       for (const chunk of this.store.read(partition)) {
         for (const batch of batchesIn(chunk, (baseOffset, error) => this.log.warn({ partition, baseOffset, error }, 'skipping an unreadable batch of __consumer_offsets'))) {
-          if (batch.lastOffset >= shard.nextOffset) shard.nextOffset = batch.lastOffset + 1n;
           if (batch.kind === 'control') {
             if (batch.commit !== null) shard.completeTransaction(batch.producerId, batch.commit);
             continue;
@@ -1584,16 +1580,12 @@ export class GroupCoordinator {
    * written.
    */
   private appendAt(shard: Shard, records: readonly CoordinatorRecord[], producer?: TransactionalProducer): { errorCode: number; baseOffset: bigint } {
-    let errorCode: number;
     try {
-      errorCode = this.store.append(shard.partition, recordsBatch(records, this.timer.now(), producer));
+      return this.store.append(shard.partition, recordsBatch(records, this.timer.now(), producer));
     } catch (err) {
       this.log.warn({ partition: shard.partition, err }, 'cannot append to __consumer_offsets');
-      errorCode = ErrorCode.UNKNOWN_SERVER_ERROR;
+      return { errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, baseOffset: -1n };
     }
-    const baseOffset = shard.nextOffset;
-    if (errorCode === ErrorCode.NONE) shard.nextOffset += BigInt(records.length);
-    return { errorCode, baseOffset };
   }
 
   private emptyGroupValue(group: ClassicGroup): GroupMetadataValueData {

@@ -51,7 +51,7 @@ function marker(producerId: bigint, commit: boolean): Buffer {
 
 /** Appends the marker as the partition's leader would, then tells the coordinator. */
 function endTransaction(h: Harness, commit: boolean, groupId = 'g', producerId = PID): void {
-  expect(h.store.append(partitionOf(groupId), marker(producerId, commit))).toBe(ErrorCode.NONE);
+  expect(h.store.append(partitionOf(groupId), marker(producerId, commit)).errorCode).toBe(ErrorCode.NONE);
   h.coordinator.completeTransaction(partitionOf(groupId), producerId, commit);
 }
 

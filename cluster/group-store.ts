@@ -21,7 +21,8 @@ const LOAD_CHUNK_BYTES = 5 * 1024 * 1024;
 export function replicaOffsetsStore(replicas: ReplicaManager, topic: string = GROUP_METADATA_TOPIC): OffsetsTopicStore {
   return {
     append(partition, batch) {
-      return replicas.appendRecords(topic, partition, batch, -1, 'coordinator').errorCode;
+      const r = replicas.appendRecords(topic, partition, batch, -1, 'coordinator');
+      return { errorCode: r.errorCode, baseOffset: r.baseOffset };
     },
     *read(partition) {
       const log = replicas.logFor(topic, partition);

@@ -16,9 +16,9 @@ export class MemoryOffsetsStore implements OffsetsTopicStore {
   readonly failures: number[] = [];
   appends = 0;
 
-  append(partition: number, batch: Buffer): number {
+  append(partition: number, batch: Buffer): { errorCode: number; baseOffset: bigint } {
     const failure = this.failures.shift();
-    if (failure !== undefined) return failure;
+    if (failure !== undefined) return { errorCode: failure, baseOffset: -1n };
     const batches = this.partitions.get(partition) ?? [];
     const last = batches.at(-1);
     const next = last ? last.readBigInt64BE(BASE_OFFSET) + BigInt(last.readInt32BE(LAST_OFFSET_DELTA)) + 1n : 0n;
@@ -27,7 +27,7 @@ export class MemoryOffsetsStore implements OffsetsTopicStore {
     batches.push(stored);
     this.partitions.set(partition, batches);
     this.appends++;
-    return ErrorCode.NONE;
+    return { errorCode: ErrorCode.NONE, baseOffset: next };
   }
 
   *read(partition: number): Iterable<Buffer> {

@@ -769,7 +769,7 @@ export class TransactionCoordinator {
   private append(shard: TxnShard, records: readonly TxnLogRecord[]): number {
     let code: number;
     try {
-      code = this.store.append(shard.partition, txnRecordsBatch(records, this.timer.now()));
+      code = this.store.append(shard.partition, txnRecordsBatch(records, this.timer.now())).errorCode;
     } catch (err) {
       this.log.warn({ partition: shard.partition, err }, 'cannot append to __transaction_state');
       return ErrorCode.UNKNOWN_SERVER_ERROR;
