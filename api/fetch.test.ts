@@ -168,6 +168,28 @@ describe('Fetch reads', () => {
     expect(later.abortedTransactions).toEqual([]);
   });
 
+  it('tells a read_committed fetch of one segment of an aborted transaction whose marker is in the next', async () => {
+    const s = await services();
+    const now = BigInt(Date.now());
+    const plain = (): Buffer => buildBatch({ records: [{ value: 'p', timestamp: now }] });
+    produce(s, 0, buildBatch({ producerId: 7n, producerEpoch: 0, baseSequence: 0, transactional: true, records: [{ value: 'a', timestamp: now }] })); // 0
+    s.replicas.logFor('orders', 0)!.roll(); // segment 1 from offset 1
+    produce(s, 0, plain()); // 1
+    await s.replicas.writeMarkers({ producerId: 7n, producerEpoch: 0, coordinatorEpoch: 0, commit: false, partitions: [{ topic: 'orders', partition: 0 }] }); // 2
+    s.replicas.logFor('orders', 0)!.roll(); // segment 2 from offset 3
+    produce(s, 0, buildBatch({ producerId: 8n, producerEpoch: 0, baseSequence: 0, transactional: true, records: [{ value: 'b', timestamp: now }] })); // 3
+    await s.replicas.writeMarkers({ producerId: 8n, producerEpoch: 0, coordinatorEpoch: 0, commit: false, partitions: [{ topic: 'orders', partition: 0 }] }); // 4
+    const from = async (fetchOffset: bigint) => only(await send(s, 11, request([{ partitions: [{ partition: 0, fetchOffset }] }], { isolationLevel: 1 })));
+    const first = await from(0n);
+    expect(baseOffsets(first.records)).toEqual([0n]);
+    expect(first.abortedTransactions).toEqual([{ producerId: 7n, firstOffset: 0n }]);
+    // A read stays within its segment: producer 8's transaction, in the next one, is for the read after.
+    const second = await from(1n);
+    expect(baseOffsets(second.records)).toEqual([1n, 2n]);
+    expect(second.abortedTransactions).toEqual([{ producerId: 7n, firstOffset: 0n }]);
+    expect((await from(3n)).abortedTransactions).toEqual([{ producerId: 8n, firstOffset: 3n }]);
+  });
+
   it('applies KIP-74: the first batch goes out whole past both limits, later partitions stop at them', async () => {
     const s = await services();
     const [a] = produce(s, 0, batch(5), batch(5));

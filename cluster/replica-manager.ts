@@ -438,9 +438,12 @@ export class ReplicaManager {
     try {
       const r = log.read(fetchOffset, Math.max(0, read.maxBytes), { minOneMessage: read.minOneMessage, ...(maxOffset === undefined ? {} : { maxOffset }) });
       if (!r.ok) return readError(r.errorCode);
-      // Entries past the returned batches are harmless: clients match them by offset.
+      // The read stays within one segment: aborted transactions past its end concern later reads.
       let abortedTransactions: AbortedTransaction[] | null = null;
-      if (isolation === 'txnCommitted') abortedTransactions = r.records.length === 0 ? [] : log.collectAbortedTransactions(fetchOffset, lastStableOffset);
+      if (isolation === 'txnCommitted') {
+        const segmentEnd = log.segmentEndOffset(fetchOffset);
+        abortedTransactions = r.records.length === 0 ? [] : log.collectAbortedTransactions(fetchOffset, segmentEnd < lastStableOffset ? segmentEnd : lastStableOffset);
+      }
       return {
         errorCode: ErrorCode.NONE,
         records: r.records,

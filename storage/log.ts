@@ -564,6 +564,16 @@ export class PartitionLog {
   }
 
   /**
+   * Where the segment holding `offset` ends: the next segment's base
+   * offset, or the log end offset for the active segment. A read from
+   * `offset` returns nothing beyond it. Example: segments at 0 and 100, log
+   * end 150: segmentEndOffset(5n) -> 100n, segmentEndOffset(120n) -> 150n.
+   */
+  segmentEndOffset(offset: bigint): bigint {
+    return this.segments[this.segmentIndexFor(offset) + 1]?.baseOffset ?? this.logEndOffset;
+  }
+
+  /**
    * Every producer the log knows (DescribeProducers): its epoch, last
    * sequence (-1 when no batch of its current epoch is remembered), last
    * timestamp, coordinator epoch and open transaction's first offset (-1n
