@@ -1,4 +1,4 @@
-import { cpSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Compression } from '../wire/compression.js';
@@ -18,7 +18,7 @@ import { seededRandom } from '../wire/seeded-random.js';
 import { LogCleaner } from './cleaner.js';
 import { FaultyFs } from './fs.js';
 import { type LogConfig, logConfig } from './log-config.js';
-import { PartitionLog, StorageError, swapFileName } from './log.js';
+import { CLEAN_SHUTDOWN_FILE, PartitionLog, StorageError, swapFileName } from './log.js';
 import { segmentFileName } from './segment.js';
 import { logFixtures, servedBatches } from './test-support.js';
 
@@ -255,6 +255,26 @@ describe('LogCleaner worked examples', () => {
     log.updateHighWatermark(3n);
     new LogCleaner(log).cleanAll(10_000);
     expect(readAll(log).batches.map((b) => b.base)).toEqual([1n, 2n]);
+  });
+
+  it("keeps an idempotent producer's last batch whole even when every record in it is superseded", () => {
+    const log = open(tempDir(), compact());
+    const idempotent = (seq: number, key: string, value: string) =>
+      log.append(buildBatch({ producerId: 9n, producerEpoch: 0, baseSequence: seq, records: [{ key, value, timestamp: 1000n }] }), 0);
+    expect(idempotent(0, 'a', '1').ok).toBe(true); // 0: superseded, and not the producer's last
+    expect(idempotent(1, 'b', '2').ok).toBe(true); // 1: superseded, the producer's last
+    append(log, [['a', '3']]); // 2
+    append(log, [['b', '4']]); // 3
+    log.roll();
+    log.updateHighWatermark(4n);
+    new LogCleaner(log).cleanAll(10_000);
+    expect(readAll(log).batches.map((b) => b.base)).toEqual([1n, 2n, 3n]);
+    expect(values(log)).toEqual(['b@1=2', 'a@2=3', 'b@3=4']);
+    // A retry of that batch is still known as a duplicate after an unclean reopen that rebuilds producer state from the log.
+    log.close();
+    for (const f of readdirSync(log.dir)) if (f.endsWith('.snapshot') || f === CLEAN_SHUTDOWN_FILE) rmSync(join(log.dir, f));
+    const again = open(log.dir, compact());
+    expect(again.append(buildBatch({ producerId: 9n, producerEpoch: 0, baseSequence: 1, records: [{ key: 'b', value: '2', timestamp: 1000n }] }), 0)).toMatchObject({ ok: true, duplicate: true, firstOffset: 1n });
   });
 
   it('merges small segments into one group up to segment.bytes', () => {

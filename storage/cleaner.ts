@@ -64,6 +64,7 @@ import {
   DELETE_HORIZON,
   LOG_OVERHEAD,
   MAX_TIMESTAMP,
+  PRODUCER_ID,
   RECORDS,
   RECORD_COUNT,
   TIMESTAMP_TYPE_LOG_APPEND,
@@ -97,6 +98,8 @@ interface Pass {
   cleanFrom: bigint;
   /** Earliest delete horizon of a batch this pass kept with a tombstone. */
   tombstoneDueMs: number;
+  /** Last offsets of each producer's last batch, kept whole so that its sequence state can be rebuilt from the log. */
+  producerLastBatches: ReadonlySet<bigint>;
 }
 
 /** One record's place in a batch's (decompressed) records and what the cleaner needs of it. */
@@ -180,6 +183,7 @@ export class LogCleaner {
         mapFrom: firstDirty < dirtyEnd ? firstDirty : dirtyEnd,
         cleanFrom: log.logStartOffset,
         tombstoneDueMs: Number.POSITIVE_INFINITY,
+        producerLastBatches: log.producerLastBatchOffsets(),
       };
     }
     const pass = this.pass;
@@ -205,7 +209,7 @@ export class LogCleaner {
     log.replaceSegments(group, (write) => {
       const out = new ChunkedWriter(write);
       for (const seg of group) {
-        const due = cleanSegment(seg, pass.map, BigInt(pass.now), horizon, out);
+        const due = cleanSegment(seg, pass.map, BigInt(pass.now), horizon, pass.producerLastBatches, out);
         if (due < pass.tombstoneDueMs) pass.tombstoneDueMs = due;
       }
       out.flush();
@@ -305,7 +309,7 @@ function mapSegment(seg: LogSegment, from: bigint, map: Map<string, bigint>): vo
  * 6000; returns 11000. The same batch cleaned at 11000: [a=1] only, still
  * stamped 11000.
  */
-function cleanSegment(seg: LogSegment, map: Map<string, bigint>, now: bigint, horizon: bigint, out: ChunkedWriter): number {
+function cleanSegment(seg: LogSegment, map: Map<string, bigint>, now: bigint, horizon: bigint, producerLastBatches: ReadonlySet<bigint>, out: ChunkedWriter): number {
   let due = Number.POSITIVE_INFINITY;
   const cursor = new BatchCursor(seg.file, 0, seg.size, true, READ_CHUNK);
   while (cursor.next()) {
@@ -331,7 +335,11 @@ function cleanSegment(seg: LogSegment, map: Map<string, bigint>, now: bigint, ho
       }
       kept.push(r);
     }
-    if (kept.length === 0) continue;
+    if (kept.length === 0) {
+      // A producer's last batch stays (Kafka keeps its header): the producer's sequence state is rebuilt from it.
+      if (buf.readBigInt64BE(at + PRODUCER_ID) >= 0n && producerLastBatches.has(cursor.lastOffset)) out.write(buf.subarray(at, at + size));
+      continue;
+    }
     const stamp = keptTombstone && stamped === null;
     if (keptTombstone) {
       const h = Number(stamp ? horizon : stamped!);

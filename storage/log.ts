@@ -564,6 +564,18 @@ export class PartitionLog {
   }
 
   /**
+   * The last offset of each producer's last data batch, which compaction
+   * keeps (Kafka's cleaner keeps those batches too, so that producer state
+   * rebuilt from the log still knows the producer's last sequence).
+   * Example: producer 7's batches at 0..1 and 5..6 -> Set { 6n }.
+   */
+  producerLastBatchOffsets(): Set<bigint> {
+    const out = new Set<bigint>();
+    for (const e of this.producers.activeProducers().values()) if (e.lastDataOffset >= 0n) out.add(e.lastDataOffset);
+    return out;
+  }
+
+  /**
    * Where the segment holding `offset` ends: the next segment's base
    * offset, or the log end offset for the active segment. A read from
    * `offset` returns nothing beyond it. Example: segments at 0 and 100, log
