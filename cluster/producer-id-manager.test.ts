@@ -34,6 +34,14 @@ describe('ProducerIdManager', () => {
     expect(got.slice(9)).toEqual([9n, 10n, 11n, 12n, 13n, 14n]);
   });
 
+  it('lets callers that wait for the same block share it, each with its own id', async () => {
+    const blocks = new Blocks();
+    const ids = new ProducerIdManager(blocks, silent);
+    const got = await Promise.all(Array.from({ length: 5 }, () => ids.generateProducerId()));
+    expect([...got].sort()).toEqual([0n, 1n, 2n, 3n, 4n]);
+    expect(blocks.requests).toBe(1);
+  });
+
   it('fails while no block can be had, and recovers after the backoff', async () => {
     const blocks = new Blocks();
     blocks.fail = true;

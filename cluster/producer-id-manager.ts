@@ -58,17 +58,18 @@ export class ProducerIdManager {
     return this;
   }
 
-  /** The next producer id; waits for a block when none is at hand. */
+  /**
+   * The next producer id; waits for a block when none is at hand. Callers
+   * that wait together share the block that comes.
+   */
   async generateProducerId(): Promise<bigint> {
     for (let i = 0; i <= ITERATION_LIMIT; i++) {
       const id = this.claim();
       if (id !== null) return id;
-      if (!this.nextBlock) {
-        this.requestNextBlock();
-        if (this.inFlight) await this.inFlight;
-        if (!this.nextBlock) throw new ProducerIdsUnavailableError('no producer id block is available');
-      }
-      this.useNextBlock();
+      this.requestNextBlock();
+      // Nothing on its way: the last request failed moments ago.
+      if (!this.inFlight) break;
+      await this.inFlight;
     }
     throw new ProducerIdsUnavailableError('no producer id block is available');
   }
