@@ -22,7 +22,7 @@ import {
   type AddPartitionsToTxnResult,
   type AddPartitionsToTxnTopicResult,
 } from '../wire/messages/add-partitions-to-txn-response.js';
-import type { MetadataImage } from '../cluster/metadata-image.js';
+import { hasPartition } from '../cluster/metadata-image.js';
 import { defineHandler, type RequestContext } from './handler.js';
 
 const PRODUCER_FENCED_VERSION = 2;
@@ -84,16 +84,13 @@ function result(transactionalId: string, partitions: Map<string, number[]>, code
   return { transactionalId, topicResults };
 }
 
-function exists(image: MetadataImage, topic: string, partition: number): boolean {
-  return image.topics.get(topic)?.partitions.some((p) => p.partition === partition) === true;
-}
 
 function resultFor(t: AddPartitionsToTxnTransaction, ctx: RequestContext): AddPartitionsToTxnResult {
   const partitions = partitionsOf(t.topics);
   const image = ctx.services.metadata.image();
-  const missing = [...partitions].some(([topic, ps]) => ps.some((p) => !exists(image, topic, p)));
+  const missing = [...partitions].some(([topic, ps]) => ps.some((p) => !hasPartition(image, topic, p)));
   if (missing) {
-    return result(t.transactionalId, partitions, (topic, p) => (exists(image, topic, p) ? ErrorCode.OPERATION_NOT_ATTEMPTED : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION));
+    return result(t.transactionalId, partitions, (topic, p) => (hasPartition(image, topic, p) ? ErrorCode.OPERATION_NOT_ATTEMPTED : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION));
   }
   const list = [...partitions].flatMap(([topic, ps]) => ps.map((partition) => ({ topic, partition })));
   const coordinator = ctx.services.transactions;

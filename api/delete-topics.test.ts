@@ -99,7 +99,7 @@ describe('DeleteTopics', () => {
   it('refuses entries with neither or both of name and id, and names or ids given twice', async () => {
     const s = services();
     const a = await createTopic(s, 'a');
-    const b = await createTopic(s, 'b');
+    await createTopic(s, 'b');
     const c = await createTopic(s, 'c');
     const res = await del(s, {
       topics: [

@@ -30,7 +30,7 @@ import { ErrorCode } from '../wire/errors.js';
 import { ZERO_UUID } from '../wire/uuid.js';
 import { downConvert } from '../wire/legacy-message-set.js';
 import { readRanges } from '../storage/log.js';
-import { endpointFor, type MetadataImage } from '../cluster/metadata-image.js';
+import { endpointFor, hasPartition } from '../cluster/metadata-image.js';
 import {
   FetchSessionCache,
   partitionKey,
@@ -96,11 +96,6 @@ function partitionError(partitionIndex: number, errorCode: number): PartitionDat
   };
 }
 
-function topicHasPartition(image: MetadataImage, topic: string, partition: number): boolean {
-  const t = image.topics.get(topic);
-  if (!t) return false;
-  return t.partitions[partition]?.partition === partition || t.partitions.some((p) => p.partition === partition);
-}
 
 /** Partitions in response order, grouped into topics the way Kafka does: consecutive runs of one topic. */
 function groupByTopic(parts: FetchResponsePartition<Outcome>[]): FetchableTopicResponse[] {
@@ -170,7 +165,7 @@ export const fetch = defineHandler<FetchRequest, FetchResponse>({
     const interesting: FetchRequestPartition[] = [];
     for (const p of context.partitions()) {
       if (p.key.topic === null) unknownIds.push({ key: p.key, outcome: outcome(partitionError(p.key.partition, ErrorCode.UNKNOWN_TOPIC_ID)) });
-      else if (!isFollower && !topicHasPartition(image, p.key.topic, p.key.partition)) {
+      else if (!isFollower && !hasPartition(image, p.key.topic, p.key.partition)) {
         unknownPartitions.push({ key: p.key, outcome: outcome(partitionError(p.key.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)) });
       } else interesting.push(p);
     }

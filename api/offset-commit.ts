@@ -18,13 +18,9 @@
 import { ErrorCode } from '../wire/errors.js';
 import { OffsetCommitRequest, type OffsetCommitRequestTopic } from '../wire/messages/offset-commit-request.js';
 import { OffsetCommitResponse, type OffsetCommitResponseTopic } from '../wire/messages/offset-commit-response.js';
-import type { MetadataImage } from '../cluster/metadata-image.js';
+import { hasPartition } from '../cluster/metadata-image.js';
 import { defineHandler } from './handler.js';
 
-function hasPartition(image: MetadataImage, topic: string, partition: number): boolean {
-  const t = image.topics.get(topic);
-  return t !== undefined && (t.partitions[partition]?.partition === partition || t.partitions.some((p) => p.partition === partition));
-}
 
 export const offsetCommit = defineHandler<OffsetCommitRequest, OffsetCommitResponse>({
   apiKey: 8,

@@ -12,6 +12,7 @@
 import { ErrorCode } from '../wire/errors.js';
 import { OffsetDeleteRequest } from '../wire/messages/offset-delete-request.js';
 import { OffsetDeleteResponse } from '../wire/messages/offset-delete-response.js';
+import { hasPartition } from '../cluster/metadata-image.js';
 import { defineHandler } from './handler.js';
 
 export const offsetDelete = defineHandler<OffsetDeleteRequest, OffsetDeleteResponse>({
@@ -23,7 +24,7 @@ export const offsetDelete = defineHandler<OffsetDeleteRequest, OffsetDeleteRespo
   maxVersion: 0,
   handle(req, ctx) {
     const image = ctx.services.metadata.image();
-    const exists = (topic: string, partition: number): boolean => image.topics.get(topic)?.partitions.some((p) => p.partition === partition) ?? false;
+    const exists = (topic: string, partition: number): boolean => hasPartition(image, topic, partition);
     const known = req.topics
       .map((t) => ({ name: t.name, partitions: t.partitions.map((p) => p.partitionIndex).filter((i) => exists(t.name, i)) }))
       .filter((t) => t.partitions.length > 0);

@@ -9,7 +9,7 @@ import { ErrorCode } from '../wire/errors.js';
 import { decode, encode } from '../wire/codec.js';
 import { ZERO_UUID } from '../wire/uuid.js';
 import { ATTRIBUTES, COMPRESSION_MASK, Compression, buildBatch, decodeRecords, readBatchHeader, type BuildRecord } from '../wire/record-batch.js';
-import { FetchRequest, type FetchRequest as FetchRequestT } from '../wire/messages/fetch-request.js';
+import type { FetchRequest as FetchRequestT } from '../wire/messages/fetch-request.js';
 import { FetchResponse, type FetchResponse as FetchResponseT } from '../wire/messages/fetch-response.js';
 import type { CreateTopicsResponse } from '../wire/messages/create-topics-response.js';
 import type { ProduceRequest } from '../wire/messages/produce-request.js';

@@ -32,7 +32,7 @@
 import { ErrorCode } from '../wire/errors.js';
 import { TxnOffsetCommitRequest, type TxnOffsetCommitRequestTopic } from '../wire/messages/txn-offset-commit-request.js';
 import { TxnOffsetCommitResponse, type TxnOffsetCommitResponseTopic } from '../wire/messages/txn-offset-commit-response.js';
-import type { MetadataImage } from '../cluster/metadata-image.js';
+import { hasPartition } from '../cluster/metadata-image.js';
 import { GROUP_METADATA_TOPIC, partitionFor } from '../cluster/group-partition.js';
 import { defineHandler, type RequestContext } from './handler.js';
 
@@ -40,9 +40,6 @@ const MEMBER_FIELDS_VERSION = 3;
 const LEADER_EPOCH_VERSION = 2;
 const ABORTABLE_VERSION = 4;
 
-function hasPartition(image: MetadataImage, topic: string, partition: number): boolean {
-  return image.topics.get(topic)?.partitions.some((p) => p.partition === partition) ?? false;
-}
 
 export const txnOffsetCommit = defineHandler<TxnOffsetCommitRequest, TxnOffsetCommitResponse>({
   apiKey: 28,

@@ -93,7 +93,7 @@ describe('FetchSessionCache eviction (Kafka FetchSessionCacheShard)', () => {
       const ids = fill(cache, 2);
       // Used again (incrementally) after two minutes of life: from then on it may be evicted by size.
       now = 130_000;
-      for (const [i, id] of ids.entries()) cache.newContext(12, id, 1, false, new Map(), [], () => undefined).updateAndGenerateResponse([]);
+      for (const id of ids) cache.newContext(12, id, 1, false, new Map(), [], () => undefined).updateAndGenerateResponse([]);
       now = 130_001;
       return { cache, shard0: ids[0]! };
     };

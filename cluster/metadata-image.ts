@@ -153,6 +153,17 @@ export function buildImage(
 }
 
 /**
+ * Whether `topic` exists in `image` with partition `partition`. Partitions
+ * are usually listed by index, so that is looked at first.
+ * Example: with topic t of 3 partitions: hasPartition(image, 't', 2) ->
+ * true; hasPartition(image, 't', 3) -> false; hasPartition(image, 'u', 0) -> false.
+ */
+export function hasPartition(image: MetadataImage, topic: string, partition: number): boolean {
+  const t = image.topics.get(topic);
+  return t !== undefined && (t.partitions[partition]?.partition === partition || t.partitions.some((p) => p.partition === partition));
+}
+
+/**
  * The advertised endpoint of a broker for the listener a client came in on; a
  * broker without that listener is not reachable that way and is left out.
  */

@@ -38,7 +38,7 @@
  * epoch bump per transaction), two-phase commit (KIP-939).
  */
 import { ErrorCode } from '../wire/errors.js';
-import type { MetadataImage, MetadataStore } from './metadata-image.js';
+import { hasPartition, type MetadataImage, type MetadataStore } from './metadata-image.js';
 import { GROUP_METADATA_TOPIC, partitionFor } from './group-partition.js';
 import { SystemGroupTimer, type GroupTimer } from './group-timer.js';
 import { appendErrorToResponseError, type OffsetsTopicStore } from './group-coordinator.js';
@@ -171,9 +171,6 @@ function failed(errorCode: number): InitProducerIdResult {
   return { errorCode, producerId: NO_PRODUCER_ID, producerEpoch: NO_PRODUCER_EPOCH };
 }
 
-function partitionExists(image: MetadataImage, topic: string, partition: number): boolean {
-  return image.topics.get(topic)?.partitions.some((p) => p.partition === partition) === true;
-}
 
 export class TransactionCoordinator {
   readonly config: TransactionCoordinatorConfig;
@@ -528,7 +525,7 @@ export class TransactionCoordinator {
     const transactionalId = txn.transactionalId;
     const image = this.metadata.image();
     for (const { topic, partition } of partitionList(txn.partitions)) {
-      if (partitionExists(image, topic, partition)) continue;
+      if (hasPartition(image, topic, partition)) continue;
       this.log.info({ transactionalId, topic, partition }, 'partition of the transaction no longer exists; no marker for it');
       txn.removePartition(topic, partition);
     }
@@ -549,7 +546,7 @@ export class TransactionCoordinator {
         answered.add(`${r.topic}\u0000${r.partition}`);
         if (r.errorCode === ErrorCode.NONE) {
           txn.removePartition(r.topic, r.partition);
-        } else if (r.errorCode === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION && !partitionExists(this.metadata.image(), r.topic, r.partition)) {
+        } else if (r.errorCode === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION && !hasPartition(this.metadata.image(), r.topic, r.partition)) {
           txn.removePartition(r.topic, r.partition);
         } else if (r.errorCode === ErrorCode.INVALID_PRODUCER_EPOCH || r.errorCode === ErrorCode.TRANSACTION_COORDINATOR_FENCED) {
           // The partition already knows a newer producer epoch or coordinator, whose markers decide its

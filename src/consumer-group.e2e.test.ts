@@ -14,7 +14,7 @@ import { pino } from 'pino';
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBroker, type Broker } from './index.js';
-import { FrameClient, waitUntil, withTimeout } from './test-utils.js';
+import { FrameClient, waitUntil } from './test-utils.js';
 import { decode, encode } from '../wire/codec.js';
 import type { MessageDecl } from '../wire/schema.js';
 import { ErrorCode } from '../wire/errors.js';
