@@ -247,6 +247,35 @@ function hasProducerIds(batches: Buffer, appended: readonly AppendedBatch[]): bo
   return false;
 }
 
+/**
+ * Feeds one stored batch (its header at `buf[at]`) to `info`, its
+ * producer's pending update: a control batch ends the producer's
+ * transaction as its marker says (`marker` reads it; an emptied control
+ * batch changes nothing), a data batch extends the producer's sequence
+ * and may begin a transaction. The refusal, or the transaction the batch
+ * completed (null when none).
+ */
+function feedBatch(
+  info: ProducerAppendInfo,
+  buf: Buffer,
+  at: number,
+  batch: { baseOffset: bigint; lastOffset: bigint; maxTimestamp: bigint },
+  marker: () => ReturnType<typeof readEndTxnMarker>,
+): { error: ProducerStateError } | { completed: CompletedTxn | null } {
+  const epoch = buf.readInt16BE(at + PRODUCER_EPOCH);
+  const attributes = buf.readInt16BE(at + ATTRIBUTES);
+  if ((attributes & CONTROL) !== 0) {
+    const m = marker();
+    if (m === null) return { completed: null };
+    const r = info.appendEndTxnMarker(m.commit, m.coordinatorEpoch, epoch, batch.baseOffset, batch.maxTimestamp);
+    return r.ok ? { completed: r.completed ?? null } : { error: r.error };
+  }
+  const baseSeq = buf.readInt32BE(at + BASE_SEQUENCE);
+  const lastSeq = baseSeq < 0 ? -1 : incrementSequence(baseSeq, buf.readInt32BE(at + LAST_OFFSET_DELTA));
+  const error = info.appendDataBatch(epoch, baseSeq, lastSeq, batch.maxTimestamp, batch.baseOffset, batch.lastOffset, (attributes & TRANSACTIONAL) !== 0);
+  return error ? { error } : { completed: null };
+}
+
 export class PartitionLog {
   private readonly segments: LogSegment[];
   private _logStartOffset: bigint;
@@ -656,12 +685,10 @@ export class PartitionLog {
       const at = b.position;
       const producerId = batches.readBigInt64BE(at + PRODUCER_ID);
       if (producerId < 0n) continue;
-      const epoch = batches.readInt16BE(at + PRODUCER_EPOCH);
-      const attributes = batches.readInt16BE(at + ATTRIBUTES);
-      const baseSeq = batches.readInt32BE(at + BASE_SEQUENCE);
-      const lastSeq = baseSeq < 0 ? -1 : incrementSequence(baseSeq, batches.readInt32BE(at + LAST_OFFSET_DELTA));
-      if (origin === 'client') {
-        const dup = psm.lastEntry(producerId)?.findDuplicateBatch(epoch, baseSeq, lastSeq);
+      if (origin === 'client' && (batches.readInt16BE(at + ATTRIBUTES) & CONTROL) === 0) {
+        const baseSeq = batches.readInt32BE(at + BASE_SEQUENCE);
+        const lastSeq = baseSeq < 0 ? -1 : incrementSequence(baseSeq, batches.readInt32BE(at + LAST_OFFSET_DELTA));
+        const dup = psm.lastEntry(producerId)?.findDuplicateBatch(batches.readInt16BE(at + PRODUCER_EPOCH), baseSeq, lastSeq);
         if (dup) return { kind: 'duplicate', batch: dup };
       }
       let info = infos.get(producerId);
@@ -669,17 +696,9 @@ export class PartitionLog {
         info = psm.prepareUpdate(producerId, origin);
         infos.set(producerId, info);
       }
-      if ((attributes & CONTROL) !== 0) {
-        const marker = readEndTxnMarker(batches.subarray(at, at + b.size));
-        // An emptied control batch (its transaction cleaned away) changes nothing.
-        if (marker === null) continue;
-        const r = info.appendEndTxnMarker(marker.commit, marker.coordinatorEpoch, epoch, b.baseOffset, b.maxTimestamp);
-        if (!r.ok) return { kind: 'error', error: r.error };
-        if (r.completed) completed.push(r.completed);
-        continue;
-      }
-      const error = info.appendDataBatch(epoch, baseSeq, lastSeq, b.maxTimestamp, b.baseOffset, b.lastOffset, (attributes & TRANSACTIONAL) !== 0);
-      if (error) return { kind: 'error', error };
+      const r = feedBatch(info, batches, at, b, () => readEndTxnMarker(batches.subarray(at, at + b.size)));
+      if ('error' in r) return { kind: 'error', error: r.error };
+      if (r.completed) completed.push(r.completed);
     }
     return { kind: 'update', update: { infos: [...infos.values()], completed } };
   }
@@ -1341,27 +1360,17 @@ export class PartitionLog {
     while (cursor.next()) {
       if (cursor.lastOffset < from) continue;
       if (cursor.baseOffset >= lastOffset) break;
-      const b = cursor.buf;
-      const at = cursor.at;
-      const producerId = b.readBigInt64BE(at + PRODUCER_ID);
+      const producerId = cursor.buf.readBigInt64BE(cursor.at + PRODUCER_ID);
       if (producerId < 0n) continue;
-      const epoch = b.readInt16BE(at + PRODUCER_EPOCH);
-      const attributes = b.readInt16BE(at + ATTRIBUTES);
       const info = psm.prepareUpdate(producerId, 'replication');
-      if ((attributes & CONTROL) !== 0) {
+      // Only a marker is read whole: the cursor holds headers.
+      const marker = (): ReturnType<typeof readEndTxnMarker> => {
         const whole = Buffer.allocUnsafe(cursor.size);
-        if (seg.file.read(whole, 0, cursor.size, cursor.position) !== cursor.size) break;
-        const marker = readEndTxnMarker(whole);
-        if (marker === null) continue;
-        const r = info.appendEndTxnMarker(marker.commit, marker.coordinatorEpoch, epoch, cursor.baseOffset, cursor.maxTimestamp);
-        psm.update(info);
-        if (r.ok && r.completed) this.applyProducerUpdate({ infos: [], completed: [r.completed] }, seg, writeIndex);
-        continue;
-      }
-      const baseSeq = b.readInt32BE(at + BASE_SEQUENCE);
-      const lastSeq = baseSeq < 0 ? -1 : incrementSequence(baseSeq, b.readInt32BE(at + LAST_OFFSET_DELTA));
-      info.appendDataBatch(epoch, baseSeq, lastSeq, cursor.maxTimestamp, cursor.baseOffset, cursor.lastOffset, (attributes & TRANSACTIONAL) !== 0);
+        return seg.file.read(whole, 0, cursor.size, cursor.position) === cursor.size ? readEndTxnMarker(whole) : null;
+      };
+      const r = feedBatch(info, cursor.buf, cursor.at, cursor, marker);
       psm.update(info);
+      if ('completed' in r && r.completed) this.applyProducerUpdate({ infos: [], completed: [r.completed] }, seg, writeIndex);
     }
   }
 
