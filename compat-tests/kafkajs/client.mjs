@@ -2,7 +2,7 @@
 import { createRequire } from 'node:module';
 import kafkajs from 'kafkajs';
 import { startCutProxy, proxiedListener } from '../lib/cut-proxy.mjs';
-import { byPartition, checkPartition } from '../lib/exactly-once.mjs';
+import { CUT_PLAN, byPartition, checkPartition, produceThroughCuts } from '../lib/exactly-once.mjs';
 import * as G from '../lib/group.mjs';
 import { checkAcknowledged, checkRecords, makeMessages, timestampProbe } from '../lib/roundtrip.mjs';
 import { ScenarioFailure, checkCluster, expect, runScenarios } from '../lib/scenario.mjs';
@@ -760,13 +760,9 @@ scenarios.txn = async function txn(bootstrap) {
 };
 
 // idempotent-cut: an idempotent producer (maxInFlightRequests 1, as kafkajs requires) sends
-// numbered records, CUT_BATCH per send() round-robin over 3 partitions, through the cut
-// proxy (lib/cut-proxy.mjs), until CUT_WANTED cuts with a Produce in flight were made or
-// CUT_PRODUCE_MS passed. Then everything is read back directly from the broker: no record
+// numbered records through the cut proxy (lib/cut-proxy.mjs) as produceThroughCuts
+// (lib/exactly-once.mjs) plans it. Then everything is read back directly from the broker: no record
 // twice, every acknowledged one at its acknowledged offset, production order per partition.
-const CUT_BATCH = 30;
-const CUT_WANTED = 10;
-const CUT_PRODUCE_MS = 15_000;
 
 scenarios['idempotent-cut'] = async function idempotentCut(bootstrap) {
   const stamp = `${Date.now()}-${process.pid}`;
@@ -776,7 +772,7 @@ scenarios['idempotent-cut'] = async function idempotentCut(bootstrap) {
   let proxy = null;
   let producer = null;
   try {
-    await admin.createTopics({ topics: [{ topic, numPartitions: EO_PARTITIONS, replicationFactor: 1 }], waitForLeaders: true, timeout: 5_000 });
+    await admin.createTopics({ topics: [{ topic, numPartitions: CUT_PLAN.partitions, replicationFactor: 1 }], waitForLeaders: true, timeout: 5_000 });
     proxy = await startCutProxy(proxiedListener());
     console.log(`producing to ${topic} through the cut proxy at ${proxy.bootstrap}`);
     const viaProxy = new Kafka({
@@ -791,34 +787,15 @@ scenarios['idempotent-cut'] = async function idempotentCut(bootstrap) {
     producer = viaProxy.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
     await producer.connect();
 
-    const order = new Map(Array.from({ length: EO_PARTITIONS }, (_, p) => [p, []]));
-    const acked = new Set();
-    const offsets = new Map();
-    const failures = [];
-    const started = Date.now();
-    let next = 0;
-    // Sends that fail even after the client's retries end production early: the check below fails anyway.
-    while (proxy.cuts() < CUT_WANTED && Date.now() - started < CUT_PRODUCE_MS && failures.length < 5) {
-      const messages = [];
-      for (let k = 0; k < CUT_BATCH; k++, next++) messages.push({ partition: next % EO_PARTITIONS, value: `r-${next}` });
-      for (const m of messages) order.get(m.partition).push(m.value);
-      try {
+    const { order, acked, offsets, failures } = await produceThroughCuts({
+      proxy,
+      isFatal: (err) => err instanceof ScenarioFailure,
+      send: async (messages) => {
         const results = await producer.send({ topic, acks: -1, messages });
-        for (const { partition, errorCode, baseOffset } of results) {
-          expect(errorCode === 0, `send: partition ${partition} error code ${errorCode}`);
-          messages.filter((m) => m.partition === partition).forEach((m, n) => {
-            acked.add(m.value);
-            offsets.set(m.value, Number(baseOffset) + n);
-          });
-        }
-      } catch (err) {
-        if (err instanceof ScenarioFailure) throw err;
-        failures.push(`records ${messages[0].value}..${messages[messages.length - 1].value}: ${err.name}: ${err.message}`);
-      }
-    }
-    proxy.stopCutting();
-    console.log(`${next} records sent in ${Date.now() - started} ms, ${acked.size} acknowledged; ${proxy.describe()}`);
-    for (const f of failures.slice(0, 5)) console.log(`  send failed: ${f}`);
+        for (const { partition, errorCode } of results) expect(errorCode === 0, `send: partition ${partition} error code ${errorCode}`);
+        return results.map(({ partition, baseOffset }) => ({ partition, baseOffset }));
+      },
+    });
     await producer.disconnect().catch(() => {});
     producer = null;
     expect(failures.length === 0, `${failures.length} sends failed despite retries (first: ${failures[0]})`);
@@ -827,7 +804,7 @@ scenarios['idempotent-cut'] = async function idempotentCut(bootstrap) {
     const reader = makeKafka(bootstrap);
     const records = await readTopic(reader, topic, { readUncommitted: false, want: acked.size, timeoutMs: 10_000, label: 'read back' });
     const problems = [];
-    for (const [p, read] of byPartition(records, EO_PARTITIONS)) {
+    for (const [p, read] of byPartition(records, CUT_PLAN.partitions)) {
       problems.push(...checkPartition(`partition ${p}`, { order: order.get(p) ?? [], required: acked, read, offsets }));
     }
     failOn(problems);

@@ -61,3 +61,47 @@ export function byPartition(records, partitions) {
   }
   return out;
 }
+
+/** The `idempotent-cut` production plan: records per send(), cuts wanted, and the time limit. */
+export const CUT_PLAN = { partitions: 3, batch: 30, wantedCuts: 10, produceMs: 15_000 };
+
+/**
+ * The `idempotent-cut` production loop, whatever the client: numbered records `r-<n>`,
+ * CUT_PLAN.batch per `send(messages)` round-robin over the partitions, until `proxy` made
+ * CUT_PLAN.wantedCuts cuts with a Produce in flight, CUT_PLAN.produceMs passed, or five sends
+ * failed even after the client's retries (which fails the scenario anyway). `send` gets
+ * [{ partition, value }] and answers the acknowledgements [{ partition, baseOffset }], one per
+ * partition of the send; an error it throws counts as a failed send (told with
+ * `describe(err)`) unless `isFatal(err)` says to pass it on. Answers what the check needs: the values in production order per
+ * partition, the acknowledged ones with their offsets, and the failures.
+ */
+export async function produceThroughCuts({ proxy, send, isFatal = () => false, describe = (err) => `${err?.name ?? 'Error'}: ${err?.message ?? err}` }) {
+  const order = new Map(Array.from({ length: CUT_PLAN.partitions }, (_, p) => [p, []]));
+  const acked = new Set();
+  const offsets = new Map();
+  const failures = [];
+  const started = Date.now();
+  let next = 0;
+  while (proxy.cuts() < CUT_PLAN.wantedCuts && Date.now() - started < CUT_PLAN.produceMs && failures.length < 5) {
+    const messages = [];
+    for (let k = 0; k < CUT_PLAN.batch; k++, next++) messages.push({ partition: next % CUT_PLAN.partitions, value: `r-${next}` });
+    for (const m of messages) order.get(m.partition).push(m.value);
+    try {
+      for (const { partition, baseOffset } of await send(messages)) {
+        messages.filter((m) => m.partition === partition).forEach((m, n) => {
+          acked.add(m.value);
+          offsets.set(m.value, Number(baseOffset) + n);
+        });
+      }
+      const unacked = messages.find((m) => !acked.has(m.value));
+      if (unacked) failures.push(`records ${messages[0].value}..: no acknowledgement for partition ${unacked.partition}`);
+    } catch (err) {
+      if (isFatal(err)) throw err;
+      failures.push(`records ${messages[0].value}..${messages[messages.length - 1].value}: ${describe(err)}`);
+    }
+  }
+  proxy.stopCutting();
+  console.log(`${next} records sent in ${Date.now() - started} ms, ${acked.size} acknowledged; ${proxy.describe()}`);
+  for (const f of failures.slice(0, 5)) console.log(`  send failed: ${f}`);
+  return { order, acked, offsets, failures };
+}

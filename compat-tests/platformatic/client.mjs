@@ -12,7 +12,7 @@ import {
   protocolAPIsById,
 } from '@platformatic/kafka';
 import { proxiedListener, startCutProxy } from '../lib/cut-proxy.mjs';
-import { byPartition, checkPartition } from '../lib/exactly-once.mjs';
+import { CUT_PLAN, byPartition, checkPartition, produceThroughCuts } from '../lib/exactly-once.mjs';
 import * as G from '../lib/group.mjs';
 import { CODECS, checkAcknowledged, checkRecords, makeMessages, timestampProbe } from '../lib/roundtrip.mjs';
 import { ScenarioFailure, checkCluster, expect, runScenarios } from '../lib/scenario.mjs';
@@ -598,15 +598,10 @@ scenarios.group = async function group(bootstrap) {
 };
 
 // idempotent-cut: an idempotent Producer (platformatic sends one request at a time per
-// connection when idempotent) sends numbered records, CUT_BATCH per send() round-robin over
-// 3 partitions, through the cut proxy (lib/cut-proxy.mjs), until CUT_WANTED cuts with a
-// Produce in flight were made or CUT_PRODUCE_MS passed. Then a Consumer in a fresh group
+// connection when idempotent) sends numbered records through the cut proxy
+// (lib/cut-proxy.mjs) as produceThroughCuts (lib/exactly-once.mjs) plans it. Then a Consumer in a fresh group
 // reads everything back directly from the broker: no record twice, every acknowledged one
 // at its acknowledged offset, production order per partition.
-const CUT_PARTITIONS = 3;
-const CUT_BATCH = 30;
-const CUT_WANTED = 10;
-const CUT_PRODUCE_MS = 15_000;
 const CUT_READ_MS = 10_000;
 const CUT_SETTLE_MS = 1_000;
 
@@ -618,7 +613,7 @@ scenarios['idempotent-cut'] = async function idempotentCut(bootstrap) {
   let producer = null;
   let consumer = null;
   try {
-    await admin.createTopics({ topics: [topic], partitions: CUT_PARTITIONS, replicas: 1 });
+    await admin.createTopics({ topics: [topic], partitions: CUT_PLAN.partitions, replicas: 1 });
     proxy = await startCutProxy(proxiedListener());
     console.log(`producing to ${topic} through the cut proxy at ${proxy.bootstrap}`);
     producer = new Producer({
@@ -631,35 +626,15 @@ scenarios['idempotent-cut'] = async function idempotentCut(bootstrap) {
       autocreateTopics: false,
     });
 
-    const order = new Map(Array.from({ length: CUT_PARTITIONS }, (_, p) => [p, []]));
-    const acked = new Set();
-    const offsets = new Map();
-    const failures = [];
-    const started = Date.now();
-    let next = 0;
-    // Sends that fail even after the client's retries end production early: the check below fails anyway.
-    while (proxy.cuts() < CUT_WANTED && Date.now() - started < CUT_PRODUCE_MS && failures.length < 5) {
-      const messages = [];
-      for (let k = 0; k < CUT_BATCH; k++, next++) messages.push({ topic, partition: next % CUT_PARTITIONS, value: Buffer.from(`r-${next}`) });
-      for (const m of messages) order.get(m.partition).push(m.value.toString());
-      try {
-        const result = await producer.send({ acks: -1, messages });
-        for (const { partition, offset } of result.offsets ?? []) {
-          messages.filter((m) => m.partition === partition).forEach((m, n) => {
-            acked.add(m.value.toString());
-            offsets.set(m.value.toString(), Number(offset) + n);
-          });
-        }
-        const unacked = messages.filter((m) => !acked.has(m.value.toString()));
-        expect(unacked.length === 0, `send of ${messages[0].value}..: no acknowledgement for partition ${unacked[0]?.partition}`);
-      } catch (err) {
-        if (err instanceof ScenarioFailure) throw err;
-        failures.push(`records ${messages[0].value}..${messages[messages.length - 1].value}: ${describeError(err).join(' ').trim()}`);
-      }
-    }
-    proxy.stopCutting();
-    console.log(`${next} records sent in ${Date.now() - started} ms, ${acked.size} acknowledged; ${proxy.describe()}`);
-    for (const f of failures.slice(0, 5)) console.log(`  send failed: ${f}`);
+    const { order, acked, offsets, failures } = await produceThroughCuts({
+      proxy,
+      isFatal: (err) => err instanceof ScenarioFailure,
+      describe: (err) => describeError(err).join(' ').trim(),
+      send: async (messages) => {
+        const result = await producer.send({ acks: -1, messages: messages.map((m) => ({ topic, partition: m.partition, value: Buffer.from(m.value) })) });
+        return (result.offsets ?? []).map(({ partition, offset }) => ({ partition, baseOffset: offset }));
+      },
+    });
     await producer.close().catch(() => {});
     producer = null;
     expect(failures.length === 0, `${failures.length} sends failed despite retries (first: ${failures[0]})`);
@@ -683,7 +658,7 @@ scenarios['idempotent-cut'] = async function idempotentCut(bootstrap) {
     }
     console.log(`read back: ${records.length} records`);
     const problems = [];
-    for (const [p, read] of byPartition(records, CUT_PARTITIONS)) {
+    for (const [p, read] of byPartition(records, CUT_PLAN.partitions)) {
       problems.push(...checkPartition(`partition ${p}`, { order: order.get(p) ?? [], required: acked, read, offsets }));
     }
     for (const p of problems.slice(1)) console.log(`  ${p}`);
