@@ -41,7 +41,7 @@ function parseListen(listen) {
  *
  * @param {{ dataDir?: string, args?: string[], env?: Record<string, string> }} [options]
  * @returns {Promise<{ bootstrap: string, host: string, port: number, dataDir: string,
- *   stop(): Promise<number>, output(): string }>}
+ *   pid: number, stop(): Promise<number>, output(): string }>}
  */
 export async function startGregor({ dataDir, args = [], env = {} } = {}) {
   const ownsDataDir = !dataDir;
@@ -169,6 +169,7 @@ export async function startGregor({ dataDir, args = [], env = {} } = {}) {
     host: addr.host,
     port: addr.port,
     dataDir: dir,
+    pid: child.pid,
     stop,
     output,
   };
