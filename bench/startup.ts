@@ -19,8 +19,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { arch, cpus, platform, tmpdir, totalmem } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { repoRoot, startKafka } from './brokers.js';
+import type { BenchModule, BenchRow } from './report.js';
 
 const GOAL_READY_MS = 100;
 const GOAL_IDLE_RSS_MB = 60;
@@ -49,16 +51,6 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   });
 }
 
-/** The repository root: the nearest directory above this file with bin/gregor. */
-function repoRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(dir, 'bin', 'gregor')) && existsSync(join(dir, 'package.json'))) return dir;
-    const up = dirname(dir);
-    if (up === dir) throw new Error('cannot find the repository root (a directory with bin/gregor) above this script');
-    dir = up;
-  }
-}
 
 // ---------------------------------------------------------------- wire bytes
 
@@ -374,6 +366,62 @@ function parseRuns(argv: readonly string[]): number {
   return runs;
 }
 
+/** Start-up and idle memory as BenchRows: medians over 3 runs (quick) or 10 (full), gregor beside the node floor and, when asked, Kafka. */
+export const run: BenchModule = async (opts) => {
+  try {
+    const root = repoRoot();
+    if (!existsSync(join(root, 'dist', 'gregor.mjs'))) throw new Error('dist/ is not built; run `npm run build` first');
+    const runs = opts.quick ? 3 : 10;
+    const warm = await runGregor(root);
+    await runFloor(warm.apiVersionsBody, warm.metadataBody);
+    const gregor: Sample[] = [];
+    const floor: Sample[] = [];
+    for (let i = 0; i < runs; i++) {
+      gregor.push((await runGregor(root)).sample);
+      floor.push(await runFloor(warm.apiVersionsBody, warm.metadataBody));
+    }
+    const med = (xs: Sample[], f: (s: Sample) => number): number => stats(xs.map(f)).median;
+    const note = `median of ${runs} runs`;
+    const rows: BenchRow[] = [];
+    const add = (scenario: string, subject: string, value: number, unit: string, rowNote = note): void => {
+      rows.push({ module: 'startup', scenario, subject, value, unit, better: 'lower', note: rowNote });
+    };
+    add('process start to first answer', 'gregor', med(gregor, (s) => s.answerMs), 'ms');
+    add('process start to first answer', 'node -e floor', med(floor, (s) => s.answerMs), 'ms');
+    add('idle RSS', 'gregor', med(gregor, (s) => s.idleRssMb), 'MB');
+    add('idle RSS', 'node -e floor', med(floor, (s) => s.idleRssMb), 'MB');
+    add(`RSS after ${LOAD_CONNECTIONS} connections`, 'gregor', med(gregor, (s) => s.loadedRssMb), 'MB');
+    add(`RSS after ${LOAD_CONNECTIONS} connections`, 'node -e floor', med(floor, (s) => s.loadedRssMb), 'MB');
+    if (opts.kafka) {
+      const t0 = performance.now();
+      const kafka = await startKafka();
+      const readyMs = performance.now() - t0;
+      try {
+        await new Promise((r) => setTimeout(r, IDLE_WAIT_MS));
+        const kafkaNote = 'one run; from spawning the storage formatter to the first ApiVersions answer';
+        add('process start to first answer', kafka.name, readyMs, 'ms', kafkaNote);
+        if (kafka.pid !== null) add('idle RSS', kafka.name, treeRssMb(kafka.pid), 'MB', 'one run; the JVM and its lifeline wrapper');
+      } finally {
+        await kafka.stop();
+      }
+    }
+    return rows;
+  } finally {
+    cleanup();
+  }
+};
+
+/** VmRSS of a process and its children (the reference Kafka runs as a JVM under a bash wrapper), in MB. */
+function treeRssMb(pid: number): number {
+  let total = rssMb(pid);
+  try {
+    for (const child of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) total += treeRssMb(Number(child));
+  } catch {
+    // gone, or no children file
+  }
+  return total;
+}
+
 async function main(): Promise<void> {
   const runs = parseRuns(process.argv.slice(2));
   const root = repoRoot();
@@ -423,7 +471,7 @@ async function main(): Promise<void> {
   console.log(`goal: idle RSS ${GOAL_IDLE_RSS_MB} MB or less: median idle RSS ${fmt(idle)} MB ${verdict(idle <= GOAL_IDLE_RSS_MB)}`);
 }
 
-main().then(
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) main().then(
   () => cleanup(),
   (err: unknown) => {
     cleanup();
