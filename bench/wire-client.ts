@@ -138,6 +138,9 @@ export class WireConnection {
     this.buffered.push(chunk);
     this.bufferedBytes += chunk.length;
     if (this.bufferedBytes < 4) return;
+    // Join the chunks only once the first frame is whole: a large answer arrives in many chunks.
+    const head = this.buffered[0]!.length >= 4 ? this.buffered[0]! : Buffer.concat(this.buffered, this.bufferedBytes);
+    if (this.bufferedBytes < 4 + head.readInt32BE(0)) return;
     let data = this.buffered.length === 1 ? this.buffered[0]! : Buffer.concat(this.buffered, this.bufferedBytes);
     let at = 0;
     while (data.length - at >= 4) {

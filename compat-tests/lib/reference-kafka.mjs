@@ -186,7 +186,8 @@ export function probeApiVersions({ host = '127.0.0.1', port, timeoutMs = 3000 })
   });
 }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// Unref'd: a wait that loses a race must not keep the process alive.
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms).unref());
 
 /**
  * Formats a fresh data dir and starts the broker. Resolves once ApiVersions v0 is
