@@ -112,7 +112,9 @@ export class WireConnection {
 
   /**
    * Sends pre-encoded `f` with the next correlation id written into its bytes
-   * (the buffer is reused: do not send it on two connections at once) and
+   * (the socket may still hold those bytes until the answer comes: send a
+   * frame again only after its answer, or keep one copy per request in
+   * flight) and
    * resolves with the answer's body, header removed. With `noResponse`
    * (Produce acks=0) it resolves once the bytes are handed to the socket.
    */
