@@ -347,8 +347,9 @@ export class PartitionLog {
       if (segments.length === 0) {
         segments.push(LogSegment.create(fs, dir, checkpoint?.logStartOffset ?? 0n, config, nowMs));
       }
-      // Without a clean shutdown and a checkpoint, nothing is known to be on disk.
-      const recoveryPoint = clean ? null : (checkpoint?.recoveryPoint ?? -1n);
+      // Without a clean shutdown and a checkpoint, nothing is known to be on disk. A log
+      // that had no segment file holds nothing to recover: its new empty segment needs no sync.
+      const recoveryPoint = clean || bases.length === 0 ? null : (checkpoint?.recoveryPoint ?? -1n);
       let firstToRecover = segments.length;
       if (recoveryPoint !== null) {
         firstToRecover = 0;
