@@ -10,7 +10,7 @@
  * Example: const kafka = await startKafka(); ... kafka.bootstrap is
  * '127.0.0.1:PORT'; await kafka.stop().
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -19,9 +19,61 @@ export interface RunningBroker {
   readonly bootstrap: string;
   readonly host: string;
   readonly port: number;
-  /** The broker's process id, for RSS and CPU figures; null when unknown. */
+  /** The broker's process id (Kafka's JVM, not its wrapper), for RSS and CPU figures; null when unknown. */
   readonly pid: number | null;
   stop(): Promise<unknown>;
+}
+
+/** VmRSS of a process in MB (10^6 bytes); NaN when /proc cannot tell. Example: rssMb(process.pid). */
+export function rssMb(pid: number | null): number {
+  if (pid === null) return NaN;
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? (Number(m[1]) * 1024) / 1e6 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * The process that is the broker: `broker.pid` itself, or, when that is a
+ * wrapper script (the reference Kafka runs under a shell that watches its
+ * parent), the first `java` process below it. Reads /proc; returns
+ * `broker.pid` when it cannot tell.
+ */
+function brokerPid(broker: { pid: number | null }): number | null {
+  if (broker.pid === null) return null;
+  const comm = (pid: number): string => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    } catch {
+      return '';
+    }
+  };
+  if (comm(broker.pid) !== 'bash' && comm(broker.pid) !== 'sh') return broker.pid;
+  const parents = new Map<number, number[]>();
+  try {
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        parents.set(ppid, [...(parents.get(ppid) ?? []), Number(name)]);
+      } catch {
+        // the process ended while we looked
+      }
+    }
+  } catch {
+    return broker.pid;
+  }
+  const queue = [...(parents.get(broker.pid) ?? [])];
+  for (let i = 0; i < queue.length && i < 1000; i++) {
+    const pid = queue[i]!;
+    if (comm(pid) === 'java') return pid;
+    queue.push(...(parents.get(pid) ?? []));
+  }
+  return broker.pid;
 }
 
 /** The repository root, from dist/bench/ or bench/. */
@@ -54,12 +106,21 @@ async function lib<T>(name: string): Promise<T> {
 }
 
 /**
- * gregor on a free loopback port with a fresh data directory; `overrides`
- * become --override key=value arguments. Example: startGregor({ 'num.partitions': '8' }).
+ * What the reference broker is started with beyond Kafka's defaults, given
+ * to gregor too so that both run the same configuration (internal topics
+ * with one replica need nothing: gregor caps replication at the brokers it
+ * has).
+ */
+const AS_THE_REFERENCE_BROKER: Readonly<Record<string, string>> = { 'group.initial.rebalance.delay.ms': '0' };
+
+/**
+ * gregor on a free loopback port with a fresh data directory, configured as
+ * the reference broker is; `overrides` become --override key=value
+ * arguments. Example: startGregor({ 'num.partitions': '8' }).
  */
 export async function startGregor(overrides: Readonly<Record<string, string>> = {}): Promise<RunningBroker> {
   const { startGregor: start } = await lib<GregorLib>('gregor.mjs');
-  const args = Object.entries(overrides).flatMap(([k, v]) => ['--override', `${k}=${v}`]);
+  const args = Object.entries({ ...AS_THE_REFERENCE_BROKER, ...overrides }).flatMap(([k, v]) => ['--override', `${k}=${v}`]);
   const g = await start({ args });
   return { name: 'gregor', bootstrap: g.bootstrap, host: g.host, port: g.port, pid: g.pid ?? null, stop: () => g.stop() };
 }
@@ -68,5 +129,6 @@ export async function startGregor(overrides: Readonly<Record<string, string>> = 
 export async function startKafka(): Promise<RunningBroker> {
   const { startReferenceKafka } = await lib<KafkaLib>('reference-kafka.mjs');
   const k = await startReferenceKafka();
-  return { name: `kafka ${k.version}`, bootstrap: k.bootstrap, host: k.host, port: k.port, pid: k.pid, stop: () => k.stop() };
+  // The JVM, not the shell that watches over it: its memory and files are the broker's.
+  return { name: `kafka ${k.version}`, bootstrap: k.bootstrap, host: k.host, port: k.port, pid: brokerPid({ pid: k.pid }), stop: () => k.stop() };
 }

@@ -16,12 +16,12 @@
  * untimed warm-up of each comes first. Goals are reported, never enforced.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { arch, cpus, platform, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { repoRoot, startKafka } from './brokers.js';
+import { repoRoot, rssMb, startKafka } from './brokers.js';
 import type { BenchModule, BenchRow } from './report.js';
 
 const GOAL_READY_MS = 100;
@@ -179,15 +179,6 @@ async function load(port: number, what: string): Promise<Buffer> {
   };
   await Promise.all(Array.from({ length: LOAD_CONCURRENCY }, worker));
   return metadataAnswer;
-}
-
-function rssMb(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : NaN;
-  } catch {
-    return NaN;
-  }
 }
 
 function freePort(): Promise<number> {
@@ -400,7 +391,7 @@ export const run: BenchModule = async (opts) => {
         await new Promise((r) => setTimeout(r, IDLE_WAIT_MS));
         const kafkaNote = 'one run; from spawning the storage formatter to the first ApiVersions answer';
         add('process start to first answer', kafka.name, readyMs, 'ms', kafkaNote);
-        if (kafka.pid !== null) add('idle RSS', kafka.name, treeRssMb(kafka.pid), 'MB', 'one run; the JVM and its lifeline wrapper');
+        if (kafka.pid !== null) add('idle RSS', kafka.name, rssMb(kafka.pid), 'MB', 'one run; the JVM');
       } finally {
         await kafka.stop();
       }
@@ -410,17 +401,6 @@ export const run: BenchModule = async (opts) => {
     cleanup();
   }
 };
-
-/** VmRSS of a process and its children (the reference Kafka runs as a JVM under a bash wrapper), in MB. */
-function treeRssMb(pid: number): number {
-  let total = rssMb(pid);
-  try {
-    for (const child of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) total += treeRssMb(Number(child));
-  } catch {
-    // gone, or no children file
-  }
-  return total;
-}
 
 async function main(): Promise<void> {
   const runs = parseRuns(process.argv.slice(2));
