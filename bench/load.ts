@@ -21,10 +21,8 @@
  *   const c = await consumeLoad('127.0.0.1', 9092, { topic: 't', targets: p.ackedPerPartition, connections: 4 });
  *   // p.recordsPerSec, c.recordsPerSec, p.errors
  */
-import { connect, type Socket } from 'node:net';
 import { codecFor } from '../wire/codec.js';
 import { errorName } from '../wire/errors.js';
-import { skipTaggedFields } from '../wire/headers.js';
 import type { CreateTopicsResponse } from '../wire/messages/create-topics-response.js';
 import type { FetchRequest } from '../wire/messages/fetch-request.js';
 import type { FetchResponse } from '../wire/messages/fetch-response.js';
@@ -33,11 +31,10 @@ import type { ProduceRequest } from '../wire/messages/produce-request.js';
 import type { ProduceResponse } from '../wire/messages/produce-response.js';
 import { Reader, ZERO_UUID } from '../wire/reader.js';
 import { BATCH_LENGTH, BASE_OFFSET, LAST_OFFSET_DELTA, LOG_OVERHEAD, RECORD_COUNT, BATCH_HEADER_SIZE, buildBatch } from '../wire/record-batch.js';
-import { api, frame, WireConnection } from './wire-client.js';
+import { LoadConnection, api, frame, WireConnection } from './wire-client.js';
 
 export const PRODUCE_VERSION = 9;
 export const FETCH_VERSION = 12;
-const CORRELATION_AT = 8;
 
 /** The generator's settings; the same for every subject of a run. */
 export interface LoadSettings {
@@ -68,112 +65,6 @@ export function benchBatch(size: number, count: number): Buffer {
 
 // ---------------------------------------------------------------- connection
 
-type Answer = (body: Buffer | null, err: Error | null) => void;
-
-/**
- * A pipelined socket for load: sends frames whose correlation id is written
- * in place, matches answers in order, and reassembles large answers with one
- * copy (chunks are kept until the whole frame is in).
- */
-export class LoadConnection {
-  private nextCorrelationId = 1;
-  private readonly pending: { id: number; done: Answer; flexibleHeader: boolean }[] = [];
-  private chunks: Buffer[] = [];
-  private chunkBytes = 0;
-  private closedWith: Error | null = null;
-
-  private constructor(private readonly socket: Socket) {
-    socket.setNoDelay(true);
-    socket.on('data', (c: Buffer) => this.onData(c));
-    socket.on('error', (err) => this.fail(err));
-    socket.on('close', () => this.fail(new Error('connection closed')));
-  }
-
-  static open(host: string, port: number, timeoutMs = 5000): Promise<LoadConnection> {
-    return new Promise((resolve, reject) => {
-      const socket = connect({ host, port });
-      const timer = setTimeout(() => {
-        socket.destroy();
-        reject(new Error(`no connection to ${host}:${port} within ${timeoutMs} ms`));
-      }, timeoutMs);
-      socket.once('connect', () => {
-        clearTimeout(timer);
-        resolve(new LoadConnection(socket));
-      });
-      socket.once('error', (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-    });
-  }
-
-  /**
-   * Writes the next correlation id into `bytes` and sends them. `done` gets the
-   * answer's body (header removed) or, with `noResponse`, null once the socket
-   * has taken the bytes. The caller must not modify `bytes` before `done`.
-   */
-  send(bytes: Buffer, flexibleHeader: boolean, noResponse: boolean, done: Answer): void {
-    if (this.closedWith) return done(null, this.closedWith);
-    const id = this.nextCorrelationId++;
-    bytes.writeInt32BE(id, CORRELATION_AT);
-    if (noResponse) {
-      this.socket.write(bytes, (err) => done(null, err ?? null));
-      return;
-    }
-    this.pending.push({ id, done, flexibleHeader });
-    this.socket.write(bytes);
-  }
-
-  close(): void {
-    this.socket.destroy();
-    this.fail(new Error('connection closed by the benchmark'));
-  }
-
-  private onData(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    this.chunkBytes += chunk.length;
-    for (let guard = 0; guard < 1_000_000 && this.chunkBytes >= 4; guard++) {
-      const first = this.chunks[0]!;
-      const size = first.length >= 4 ? first.readInt32BE(0) : Buffer.concat(this.chunks, 4).readInt32BE(0);
-      if (this.chunkBytes < 4 + size) return;
-      let whole: Buffer;
-      if (first.length >= 4 + size) {
-        whole = first;
-      } else {
-        whole = Buffer.concat(this.chunks, this.chunkBytes);
-        this.chunks = [whole];
-      }
-      this.answer(whole.subarray(4, 4 + size));
-      const rest = whole.subarray(4 + size);
-      if (rest.length > 0) this.chunks[0] = rest;
-      else this.chunks.shift();
-      this.chunkBytes -= 4 + size;
-    }
-  }
-
-  private answer(body: Buffer): void {
-    const p = this.pending.shift();
-    if (!p) return this.fail(new Error('an answer came with no request waiting'));
-    const id = body.readInt32BE(0);
-    if (id !== p.id) {
-      p.done(null, new Error(`answer for correlation id ${id} where ${p.id} was next`));
-      return this.fail(new Error('answers out of order'));
-    }
-    let at = 4;
-    if (p.flexibleHeader) {
-      const r = new Reader(body, 4);
-      skipTaggedFields(r);
-      at = r.pos;
-    }
-    p.done(body.subarray(at), null);
-  }
-
-  private fail(err: Error): void {
-    if (this.closedWith) return;
-    this.closedWith = err;
-    for (const p of this.pending.splice(0)) p.done(null, err);
-  }
-}
 
 // ---------------------------------------------------------------- topics
 

@@ -7,7 +7,8 @@
  * `frame` pre-encodes a request once; `sendFrame` sends pre-encoded bytes
  * with a fresh correlation id written into them, which is how a load
  * generator sends the same Produce request many times without encoding it
- * again.
+ * again. LoadConnection is the same socket with callbacks instead of
+ * promises, for load generators that keep thousands of requests going.
  *
  * Example:
  *   const c = await WireConnection.open('127.0.0.1', 9092);
@@ -55,29 +56,33 @@ export function frame<T>(api: ApiDecl, version: number, body: T, clientId = 'gre
   return { bytes: w.finish(), api, version };
 }
 
-interface Pending {
-  readonly correlationId: number;
-  readonly resolve: (body: Buffer) => void;
-  readonly reject: (err: Error) => void;
-  readonly headerVersion: number;
-}
+type Answer = (body: Buffer | null, err: Error | null) => void;
 
-export class WireConnection {
+/**
+ * A pipelined socket for load: sends frames whose correlation id is written
+ * in place, matches answers in order, and reassembles large answers with one
+ * copy (chunks are kept until the whole frame is in).
+ */
+export class LoadConnection {
   private nextCorrelationId = 1;
-  private readonly pending: Pending[] = [];
-  private buffered: Buffer[] = [];
-  private bufferedBytes = 0;
+  private readonly pending: { id: number; done: Answer; flexibleHeader: boolean }[] = [];
+  private chunks: Buffer[] = [];
+  private chunkBytes = 0;
   private closedWith: Error | null = null;
+
+  /** Requests waiting for their answer. */
+  get inFlight(): number {
+    return this.pending.length;
+  }
 
   private constructor(private readonly socket: Socket) {
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('data', (c: Buffer) => this.onData(c));
     socket.on('error', (err) => this.fail(err));
     socket.on('close', () => this.fail(new Error('connection closed')));
   }
 
-  /** Connects to host:port; rejects after `timeoutMs`. */
-  static open(host: string, port: number, timeoutMs = 5000): Promise<WireConnection> {
+  static open(host: string, port: number, timeoutMs = 5000): Promise<LoadConnection> {
     return new Promise((resolve, reject) => {
       const socket = connect({ host, port });
       const timer = setTimeout(() => {
@@ -86,7 +91,7 @@ export class WireConnection {
       }, timeoutMs);
       socket.once('connect', () => {
         clearTimeout(timer);
-        resolve(new WireConnection(socket));
+        resolve(new LoadConnection(socket));
       });
       socket.once('error', (err) => {
         clearTimeout(timer);
@@ -95,9 +100,85 @@ export class WireConnection {
     });
   }
 
+  /**
+   * Writes the next correlation id into `bytes` and sends them. `done` gets the
+   * answer's body (header removed) or, with `noResponse`, null once the socket
+   * has taken the bytes. The caller must not modify `bytes` before `done`.
+   */
+  send(bytes: Buffer, flexibleHeader: boolean, noResponse: boolean, done: Answer): void {
+    if (this.closedWith) return done(null, this.closedWith);
+    const id = this.nextCorrelationId++;
+    bytes.writeInt32BE(id, CORRELATION_AT);
+    if (noResponse) {
+      this.socket.write(bytes, (err) => done(null, err ?? null));
+      return;
+    }
+    this.pending.push({ id, done, flexibleHeader });
+    this.socket.write(bytes);
+  }
+
+  close(): void {
+    this.socket.destroy();
+    this.fail(new Error('connection closed by the benchmark'));
+  }
+
+  private onData(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.chunkBytes += chunk.length;
+    for (let guard = 0; guard < 1_000_000 && this.chunkBytes >= 4; guard++) {
+      const first = this.chunks[0]!;
+      const size = first.length >= 4 ? first.readInt32BE(0) : Buffer.concat(this.chunks, 4).readInt32BE(0);
+      if (this.chunkBytes < 4 + size) return;
+      let whole: Buffer;
+      if (first.length >= 4 + size) {
+        whole = first;
+      } else {
+        whole = Buffer.concat(this.chunks, this.chunkBytes);
+        this.chunks = [whole];
+      }
+      this.answer(whole.subarray(4, 4 + size));
+      const rest = whole.subarray(4 + size);
+      if (rest.length > 0) this.chunks[0] = rest;
+      else this.chunks.shift();
+      this.chunkBytes -= 4 + size;
+    }
+  }
+
+  private answer(body: Buffer): void {
+    const p = this.pending.shift();
+    if (!p) return this.fail(new Error('an answer came with no request waiting'));
+    const id = body.readInt32BE(0);
+    if (id !== p.id) {
+      p.done(null, new Error(`answer for correlation id ${id} where ${p.id} was next`));
+      return this.fail(new Error('answers out of order'));
+    }
+    let at = 4;
+    if (p.flexibleHeader) {
+      const r = new Reader(body, 4);
+      skipTaggedFields(r);
+      at = r.pos;
+    }
+    p.done(body.subarray(at), null);
+  }
+
+  private fail(err: Error): void {
+    if (this.closedWith) return;
+    this.closedWith = err;
+    for (const p of this.pending.splice(0)) p.done(null, err);
+  }
+}
+
+export class WireConnection {
+  private constructor(private readonly conn: LoadConnection) {}
+
+  /** Connects to host:port; rejects after `timeoutMs`. */
+  static async open(host: string, port: number, timeoutMs = 5000): Promise<WireConnection> {
+    return new WireConnection(await LoadConnection.open(host, port, timeoutMs));
+  }
+
   /** Requests waiting for their answer. */
   get inFlight(): number {
-    return this.pending.length;
+    return this.conn.inFlight;
   }
 
   /** Encodes and sends one request; resolves with the decoded answer. */
@@ -114,64 +195,17 @@ export class WireConnection {
    * Sends pre-encoded `f` with the next correlation id written into its bytes
    * (the socket may still hold those bytes until the answer comes: send a
    * frame again only after its answer, or keep one copy per request in
-   * flight) and
-   * resolves with the answer's body, header removed. With `noResponse`
-   * (Produce acks=0) it resolves once the bytes are handed to the socket.
+   * flight) and resolves with the answer's body, header removed. With
+   * `noResponse` (Produce acks=0) it resolves once the socket took the bytes.
    */
   sendFrame(f: Frame, noResponse = false): Promise<Buffer> {
-    if (this.closedWith) return Promise.reject(this.closedWith);
-    const correlationId = this.nextCorrelationId++;
-    f.bytes.writeInt32BE(correlationId, CORRELATION_AT);
-    if (noResponse) {
-      return new Promise((resolve, reject) => this.socket.write(f.bytes, (err) => (err ? reject(err) : resolve(Buffer.alloc(0)))));
-    }
-    return new Promise((resolve, reject) => {
-      this.pending.push({ correlationId, resolve, reject, headerVersion: responseHeaderVersion(f.api.apiKey, f.version, f.api.response) });
-      this.socket.write(f.bytes);
-    });
+    const flexibleHeader = responseHeaderVersion(f.api.apiKey, f.version, f.api.response) >= 1;
+    return new Promise((resolve, reject) =>
+      this.conn.send(f.bytes, flexibleHeader, noResponse, (body, err) => (err ? reject(err) : resolve(body ?? Buffer.alloc(0)))),
+    );
   }
 
   close(): void {
-    this.socket.destroy();
-    this.fail(new Error('connection closed by the benchmark'));
-  }
-
-  private onData(chunk: Buffer): void {
-    this.buffered.push(chunk);
-    this.bufferedBytes += chunk.length;
-    if (this.bufferedBytes < 4) return;
-    // Join the chunks only once the first frame is whole: a large answer arrives in many chunks.
-    const head = this.buffered[0]!.length >= 4 ? this.buffered[0]! : Buffer.concat(this.buffered, this.bufferedBytes);
-    if (this.bufferedBytes < 4 + head.readInt32BE(0)) return;
-    let data = this.buffered.length === 1 ? this.buffered[0]! : Buffer.concat(this.buffered, this.bufferedBytes);
-    let at = 0;
-    while (data.length - at >= 4) {
-      const size = data.readInt32BE(at);
-      if (data.length - at - 4 < size) break;
-      this.answer(data.subarray(at + 4, at + 4 + size));
-      at += 4 + size;
-    }
-    data = data.subarray(at);
-    this.buffered = data.length > 0 ? [data] : [];
-    this.bufferedBytes = data.length;
-  }
-
-  private answer(frameBody: Buffer): void {
-    const p = this.pending.shift();
-    if (!p) return this.fail(new Error('an answer came with no request waiting'));
-    const r = new Reader(frameBody);
-    const correlationId = r.int32();
-    if (correlationId !== p.correlationId) {
-      p.reject(new Error(`answer for correlation id ${correlationId} where ${p.correlationId} was next`));
-      return this.fail(new Error('answers out of order'));
-    }
-    if (p.headerVersion >= 1) skipTaggedFields(r);
-    p.resolve(frameBody.subarray(r.pos));
-  }
-
-  private fail(err: Error): void {
-    if (this.closedWith) return;
-    this.closedWith = err;
-    for (const p of this.pending.splice(0)) p.reject(err);
+    this.conn.close();
   }
 }

@@ -36,13 +36,62 @@ export class MemoryOffsetsStore implements OffsetsTopicStore {
   }
 }
 
-/** A metadata store whose image holds __consumer_offsets with `partitions` partitions, all led by `leader`. */
-export class OffsetsTopicMetadata implements MetadataStore {
-  private current: MetadataImage;
+/**
+ * A metadata store that serves the image it is given and changes only
+ * through `publish`; every change a broker would ask of it throws, and
+ * producer id blocks of 1000 are handed out from 0.
+ */
+export class FakeMetadataStore implements MetadataStore {
   private readonly listeners = new Set<(image: MetadataImage) => void>();
+  private nextBlock = 0n;
+  blocksAllocated = 0;
 
+  constructor(private current: MetadataImage) {}
+
+  image(): MetadataImage {
+    return this.current;
+  }
+
+  /** Makes `image` the current one and tells every listener. */
+  protected publish(image: MetadataImage): void {
+    this.current = image;
+    for (const l of this.listeners) l(image);
+  }
+
+  subscribe(listener: (image: MetadataImage) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async allocateProducerIdBlock(): Promise<{ firstProducerId: bigint; size: number }> {
+    const first = this.nextBlock;
+    this.nextBlock += 1000n;
+    this.blocksAllocated++;
+    return { firstProducerId: first, size: 1000 };
+  }
+
+  createTopic(): never {
+    throw new Error('not in this fake');
+  }
+  deleteTopic(): never {
+    throw new Error('not in this fake');
+  }
+  createPartitions(): never {
+    throw new Error('not in this fake');
+  }
+  alterTopicConfigs(): never {
+    throw new Error('not in this fake');
+  }
+  alterBrokerConfigs(): never {
+    throw new Error('not in this fake');
+  }
+  async close(): Promise<void> {}
+}
+
+/** A metadata store whose image holds __consumer_offsets with `partitions` partitions, all led by `leader`. */
+export class OffsetsTopicMetadata extends FakeMetadataStore {
   constructor(partitions: number | null, leader = 1) {
-    this.current = OffsetsTopicMetadata.imageOf(partitions, leader, []);
+    super(OffsetsTopicMetadata.imageOf(partitions, leader, []));
   }
 
   /** The image, with `others` as one-partition topics beside __consumer_offsets. */
@@ -76,39 +125,9 @@ export class OffsetsTopicMetadata implements MetadataStore {
     return buildImage('cluster', 1, [{ nodeId: 1, rack: null, endpoints: [] }], [...topics, ...otherTopics]);
   }
 
-  image(): MetadataImage {
-    return this.current;
-  }
-
   set(partitions: number | null, leader = 1, others: readonly string[] = []): void {
-    this.current = OffsetsTopicMetadata.imageOf(partitions, leader, others);
-    for (const l of this.listeners) l(this.current);
+    this.publish(OffsetsTopicMetadata.imageOf(partitions, leader, others));
   }
-
-  subscribe(listener: (image: MetadataImage) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  createTopic(): never {
-    throw new Error('not in this fake');
-  }
-  deleteTopic(): never {
-    throw new Error('not in this fake');
-  }
-  createPartitions(): never {
-    throw new Error('not in this fake');
-  }
-  alterTopicConfigs(): never {
-    throw new Error('not in this fake');
-  }
-  alterBrokerConfigs(): never {
-    throw new Error('not in this fake');
-  }
-  allocateProducerIdBlock(): never {
-    throw new Error('not in this fake');
-  }
-  async close(): Promise<void> {}
 }
 
 export const silentLog = { info: () => {}, warn: () => {} };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
-import { buildImage, type MetadataImage, type MetadataStore, type TopicImage } from './metadata-image.js';
-import { MemoryOffsetsStore, silentLog } from './group-test-support.js';
+import { buildImage, type MetadataImage, type TopicImage } from './metadata-image.js';
+import { FakeMetadataStore, MemoryOffsetsStore, silentLog } from './group-test-support.js';
 import { GROUP_METADATA_TOPIC, partitionFor } from './group-partition.js';
 import { ManualGroupTimer } from './group-timer.js';
 import { ProducerIdManager } from './producer-id-manager.js';
@@ -12,25 +12,20 @@ import { TRANSACTION_STATE_IDS, type TransactionStateName } from './txn-state.js
 const TXN_PARTITIONS = 4;
 
 /** A metadata store whose image holds __transaction_state and plain topics, with a leader epoch per partition of __transaction_state. */
-class TxnMetadata implements MetadataStore {
-  private current: MetadataImage;
-  private readonly listeners = new Set<(image: MetadataImage) => void>();
-  private nextBlock = 0n;
-  blocksAllocated = 0;
-
+class TxnMetadata extends FakeMetadataStore {
   constructor(
     private topics: string[] = ['t', 'u'],
     private leader = 1,
     private leaderEpoch = 5,
   ) {
-    this.current = this.build();
+    super(TxnMetadata.imageOf(topics, leader, leaderEpoch));
   }
 
-  private build(): MetadataImage {
-    const part = (partition: number, leaderEpoch: number) => ({ partition, leader: this.leader, leaderEpoch, replicas: [this.leader], isr: [this.leader], offlineReplicas: [] });
+  private static imageOf(names: readonly string[], leader: number, leaderEpoch: number): MetadataImage {
+    const part = (partition: number, epoch: number) => ({ partition, leader, leaderEpoch: epoch, replicas: [leader], isr: [leader], offlineReplicas: [] });
     const topics: TopicImage[] = [
-      { name: TRANSACTION_STATE_TOPIC, topicId: 'txn', internal: true, configs: {}, partitions: Array.from({ length: TXN_PARTITIONS }, (_, p) => part(p, this.leaderEpoch)) },
-      ...this.topics.map((name) => ({ name, topicId: `id-${name}`, internal: false, configs: {}, partitions: [part(0, 0), part(1, 0)] })),
+      { name: TRANSACTION_STATE_TOPIC, topicId: 'txn', internal: true, configs: {}, partitions: Array.from({ length: TXN_PARTITIONS }, (_, p) => part(p, leaderEpoch)) },
+      ...names.map((name) => ({ name, topicId: `id-${name}`, internal: false, configs: {}, partitions: [part(0, 0), part(1, 0)] })),
     ];
     return buildImage('cluster', 1, [{ nodeId: 1, rack: null, endpoints: [] }], topics);
   }
@@ -39,39 +34,8 @@ class TxnMetadata implements MetadataStore {
     this.topics = over.topics ?? this.topics;
     this.leader = over.leader ?? this.leader;
     this.leaderEpoch = over.leaderEpoch ?? this.leaderEpoch;
-    this.current = this.build();
-    for (const l of this.listeners) l(this.current);
+    this.publish(TxnMetadata.imageOf(this.topics, this.leader, this.leaderEpoch));
   }
-
-  image(): MetadataImage {
-    return this.current;
-  }
-  subscribe(listener: (image: MetadataImage) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-  async allocateProducerIdBlock(): Promise<{ firstProducerId: bigint; size: number }> {
-    const first = this.nextBlock;
-    this.nextBlock += 1000n;
-    this.blocksAllocated++;
-    return { firstProducerId: first, size: 1000 };
-  }
-  createTopic(): never {
-    throw new Error('not in this fake');
-  }
-  deleteTopic(): never {
-    throw new Error('not in this fake');
-  }
-  createPartitions(): never {
-    throw new Error('not in this fake');
-  }
-  alterTopicConfigs(): never {
-    throw new Error('not in this fake');
-  }
-  alterBrokerConfigs(): never {
-    throw new Error('not in this fake');
-  }
-  async close(): Promise<void> {}
 }
 
 interface MarkerCall {
