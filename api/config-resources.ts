@@ -77,6 +77,16 @@ export function brokerConfigs(ctx: RequestContext): BrokerConfigs {
   return BrokerConfigs.of(metadata.image(), settings.staticConfig ?? NO_STATIC_CONFIG, settings.nodeId);
 }
 
+/**
+ * transaction.partition.verification.enable at the current image (Kafka's
+ * default: true; AlterConfigs may change it cluster-wide or per broker):
+ * whether Produce and TxnOffsetCommit check with the transaction
+ * coordinator that a transactional write's partition is in its transaction.
+ */
+export function verificationEnabled(ctx: RequestContext): boolean {
+  return brokerConfigs(ctx).value('transaction.partition.verification.enable')?.trim().toLowerCase() !== 'false';
+}
+
 /** Keys of resources given more than once: Kafka refuses every copy. */
 export function repeatedResources(resources: readonly { resourceType: number; resourceName: string }[]): Set<string> {
   const seen = new Set<string>();

@@ -154,6 +154,11 @@ describe('Produce', () => {
     expect(codes(v11)).toEqual([ErrorCode.TRANSACTION_ABORTABLE]);
     expect(s.transactions.addPartitions('tx', producerId, producerEpoch, [{ topic: 't', partition: 0 }])).toBe(ErrorCode.NONE);
     expect(codes(await ask('tx', [{ index: 0, records: txn() }]))).toEqual([ErrorCode.NONE]);
+    // transaction.partition.verification.enable=false lets a partition the transaction did not add be written, as in Kafka.
+    await s.metadata.alterBrokerConfigs(null, { 'transaction.partition.verification.enable': 'false' });
+    const unverified = buildBatch({ producerId, producerEpoch, baseSequence: 0, transactional: true, records: [{ value: 'b', timestamp: 1000n }] });
+    expect(codes(await ask('tx', [{ index: 2, records: unverified }]))).toEqual([ErrorCode.NONE]);
+    expect(s.replicas.logFor('t', 2)!.logEndOffset).toBe(1n);
     expect(s.replicas.logFor('t', 0)!.firstUnstableOffset).toBe(0n);
     expect(s.replicas.logFor('t', 1)!.logEndOffset).toBe(0n);
   });

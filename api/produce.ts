@@ -17,7 +17,8 @@
  * are checked against the producer's state in the partition (duplicates
  * answered with their first offsets, sequence gaps and old epochs refused),
  * and a transactional batch only goes to a partition its transaction added
- * (see unverifiedTransaction).
+ * (see unverifiedTransaction) unless transaction.partition.verification.enable
+ * is false.
  */
 import { ProduceRequest } from '../wire/messages/produce-request.js';
 import { ProduceResponse, type PartitionProduceResponse, type TopicProduceResponse } from '../wire/messages/produce-response.js';
@@ -26,6 +27,7 @@ import { ATTRIBUTES, BATCH_LENGTH, COMPRESSION_MASK, Compression, LOG_OVERHEAD, 
 import { appendError, type PartitionAppendResult } from '../cluster/replica-manager.js';
 import { INTERNAL_TOPICS } from '../cluster/topic-names.js';
 import { autoCreateTopic } from './auto-create.js';
+import { verificationEnabled } from './config-resources.js';
 import { NO_RESPONSE, defineHandler, type RequestContext } from './handler.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -117,7 +119,7 @@ function unverifiedTransaction(records: Buffer, transactionalId: string | null, 
   if (transactionalId === null || records.length < BATCH_HEADER_SIZE || records[MAGIC] !== MAGIC_V2) return null;
   if ((records.readInt16BE(ATTRIBUTES) & TRANSACTIONAL) === 0) return null;
   const producerId = records.readBigInt64BE(PRODUCER_ID);
-  if (producerId < 0n) return null;
+  if (producerId < 0n || !verificationEnabled(ctx)) return null;
   const code = ctx.services.transactions.verifyPartition(transactionalId, producerId, records.readInt16BE(PRODUCER_EPOCH), topic, partition, ctx.apiVersion >= 11);
   switch (code) {
     case ErrorCode.NONE:

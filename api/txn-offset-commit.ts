@@ -14,7 +14,8 @@
  * producer INVALID_PRODUCER_EPOCH, an unknown one INVALID_PRODUCER_ID_MAPPING,
  * and the coordinator's transient errors COORDINATOR_NOT_AVAILABLE, which
  * the client retries. Without that check a late commit would open a
- * transaction in __consumer_offsets that no marker ever ends.
+ * transaction in __consumer_offsets that no marker ever ends. As in Kafka,
+ * transaction.partition.verification.enable=false turns the check off.
  *
  * As Kafka's broker does, partitions of unknown topics, and partitions a
  * topic does not have, are answered UNKNOWN_TOPIC_OR_PARTITION here; the
@@ -35,6 +36,7 @@ import { TxnOffsetCommitResponse, type TxnOffsetCommitResponseTopic } from '../w
 import { hasPartition } from '../cluster/metadata-image.js';
 import { GROUP_METADATA_TOPIC, partitionFor } from '../cluster/group-partition.js';
 import { defineHandler, type RequestContext } from './handler.js';
+import { verificationEnabled } from './config-resources.js';
 
 const MEMBER_FIELDS_VERSION = 3;
 const LEADER_EPOCH_VERSION = 2;
@@ -108,7 +110,7 @@ function errorBody(req: TxnOffsetCommitRequest, errorCode: number): TxnOffsetCom
 function unverified(req: TxnOffsetCommitRequest, ctx: RequestContext): number | null {
   const offsets = ctx.services.metadata.image().topics.get(GROUP_METADATA_TOPIC);
   // Without the topic the group coordinator answers (NOT_COORDINATOR).
-  if (!offsets) return null;
+  if (!offsets || !verificationEnabled(ctx)) return null;
   const partition = partitionFor(req.groupId, offsets.partitions.length);
   const code = ctx.services.transactions.verifyPartition(req.transactionalId, req.producerId, req.producerEpoch, GROUP_METADATA_TOPIC, partition, ctx.apiVersion >= ABORTABLE_VERSION);
   switch (code) {
