@@ -5,7 +5,7 @@
  *
  *   node dist/bench/throughput.js [--quick | --full] [--no-kafka] [--baselines]
  *       [--connections N] [--depth N] [--acks 1|0|-1] [--rate R] [--seconds S]
- *       [--bootstrap HOST:PORT]
+ *       [--bootstrap 127.0.0.1:PORT]
  *
  * Each subject runs alone (the previous one is stopped first). Per scenario a
  * fresh topic is created with CreateTopics, then Produce requests (one batch of
@@ -373,9 +373,9 @@ function parseArgs(argv: readonly string[]): { opts: BenchOptions; tuning: Tunin
       t.acks = Number(v);
     } else if (a === '--bootstrap') {
       const v = argv[++i] ?? '';
-      if (!/^[^:]+:\d+$/.test(v)) throw new Error(`--bootstrap takes HOST:PORT, not "${v}"`);
+      if (!/^(127\.0\.0\.1|localhost):\d+$/.test(v)) throw new Error(`--bootstrap takes 127.0.0.1:PORT (a broker on this machine; benchmarks stay on loopback), not "${v}"`);
       t.bootstrap = v;
-    } else throw new Error(`unknown argument "${a}"; usage: node dist/bench/throughput.js [--quick | --full] [--no-kafka] [--baselines] [--connections N] [--depth N] [--acks 1|0|-1] [--rate R] [--seconds S] [--bootstrap HOST:PORT]`);
+    } else throw new Error(`unknown argument "${a}"; usage: node dist/bench/throughput.js [--quick | --full] [--no-kafka] [--baselines] [--connections N] [--depth N] [--acks 1|0|-1] [--rate R] [--seconds S] [--bootstrap 127.0.0.1:PORT]`);
   }
   return { opts: { quick, kafka, log: (line) => console.error(line) }, tuning: t };
 }
