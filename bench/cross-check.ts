@@ -29,9 +29,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { repoRoot, startGregor, startKafka, type RunningBroker } from './brokers.js';
-import { formatTable, type BenchModule, type BenchOptions, type BenchRow } from './report.js';
+import { type BenchModule, type BenchOptions, type BenchRow, runStandalone } from './report.js';
 import { createTopics, loadNote, waitForLeaders } from './scale.js';
 import { WireConnection } from './wire-client.js';
 
@@ -330,33 +329,7 @@ export const run: BenchModule = async (opts) => {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const order = [...new Set(rows.map((r) => r.scenario))];
-  return order.flatMap((sc) => rows.filter((r) => r.scenario === sc));
+  return rows;
 };
 
-function parseArgs(argv: readonly string[]): { quick: boolean; kafka: boolean } {
-  let quick = true;
-  let kafka = true;
-  for (const arg of argv) {
-    if (arg === '--quick') quick = true;
-    else if (arg === '--full') quick = false;
-    else if (arg === '--no-kafka') kafka = false;
-    else throw new Error(`unknown argument "${arg}"; usage: node dist/bench/cross-check.js [--quick | --full] [--no-kafka]`);
-  }
-  return { quick, kafka };
-}
-
-async function main(): Promise<void> {
-  const { quick, kafka } = parseArgs(process.argv.slice(2));
-  const start = Date.now();
-  const rows = await run({ quick, kafka, log: (line) => console.error(line) });
-  console.log(formatTable(rows));
-  console.log(`cross-check: ${quick ? 'quick' : 'full'} run took ${((Date.now() - start) / 1000).toFixed(1)} s`);
-}
-
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((err: unknown) => {
-    console.error(`bench/cross-check: ${messageOf(err)}`);
-    process.exitCode = 1;
-  });
-}
+runStandalone('cross-check', import.meta.url, run);

@@ -27,7 +27,6 @@
  */
 import { statfsSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { pathToFileURL } from 'node:url';
 import { codecFor } from '../wire/codec.js';
 import { Reader } from '../wire/reader.js';
 import type { MessageDecl } from '../wire/schema.js';
@@ -45,7 +44,7 @@ import { seededRandom } from '../wire/seeded-random.js';
 import { ZERO_UUID } from '../wire/uuid.js';
 import { startGregor, startKafka, type RunningBroker } from './brokers.js';
 import { Histogram } from './histogram.js';
-import { formatTable, type BenchModule, type BenchOptions, type BenchRow } from './report.js';
+import { type BenchModule, type BenchOptions, type BenchRow, runStandalone } from './report.js';
 import { WireConnection, api, frame, type Frame } from './wire-client.js';
 
 const MODULE = 'latency';
@@ -624,34 +623,4 @@ export const run: BenchModule = async (opts) => {
 
 // ---------------------------------------------------------------- alone
 
-function parseArgs(argv: readonly string[]): BenchOptions {
-  let quick = true;
-  let kafka = true;
-  for (const arg of argv) {
-    if (arg === '--quick') quick = true;
-    else if (arg === '--full') quick = false;
-    else if (arg === '--no-kafka') kafka = false;
-    else if (arg === '--help' || arg === '-h') {
-      console.log('usage: node dist/bench/latency.js [--quick | --full] [--no-kafka]');
-      process.exit(0);
-    } else throw new Error(`unknown argument "${arg}"; usage: node dist/bench/latency.js [--quick | --full] [--no-kafka]`);
-  }
-  return { quick, kafka, log: (line) => console.error(line) };
-}
-
-async function main(): Promise<void> {
-  const opts = parseArgs(process.argv.slice(2));
-  const t0 = performance.now();
-  const rows = await run(opts);
-  console.log(formatTable(rows));
-  console.log(`\n${opts.quick ? 'quick' : 'full'} mode, ${((performance.now() - t0) / 1000).toFixed(1)} s; node ${process.version}; producer, consumer and broker share the 2 cores`);
-  // The brokers are stopped; a stop grace timer of the Kafka starter may still be pending.
-  process.exit(0);
-}
-
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((err: unknown) => {
-    console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    process.exitCode = 1;
-  });
-}
+runStandalone('latency', import.meta.url, run);

@@ -11,6 +11,7 @@
  * subject: 'kafka 4.0.2', value: 520000 }] print as one line with
  * "gregor/kafka 4.0.2 0.79".
  */
+import { pathToFileURL } from 'node:url';
 
 export interface BenchRow {
   /** Which module measured it, e.g. 'throughput'. */
@@ -66,4 +67,38 @@ export function formatTable(rows: readonly BenchRow[]): string {
   }
   const widths = lines[0]!.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
   return lines.map((l) => l.map((c, i) => (i === 3 || i === 5 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+}
+
+/**
+ * Runs one module as a script, `node dist/bench/<name>.js [--quick | --full]
+ * [--no-kafka]` (quick by default): prints its table and how long it took;
+ * the exit code is 1 when it fails. Does nothing unless the calling module
+ * (`moduleUrl`, its import.meta.url) is the script node was started with.
+ */
+export function runStandalone(name: string, moduleUrl: string, run: BenchModule): void {
+  if (process.argv[1] === undefined || moduleUrl !== pathToFileURL(process.argv[1]).href) return;
+  const usage = `usage: node dist/bench/${name}.js [--quick | --full] [--no-kafka]`;
+  let quick = true;
+  let kafka = true;
+  for (const arg of process.argv.slice(2)) {
+    if (arg === '--quick') quick = true;
+    else if (arg === '--full') quick = false;
+    else if (arg === '--no-kafka') kafka = false;
+    else {
+      console.error(arg === '--help' || arg === '-h' ? usage : `unknown argument "${arg}"; ${usage}`);
+      process.exitCode = arg === '--help' || arg === '-h' ? 0 : 1;
+      return;
+    }
+  }
+  const t0 = performance.now();
+  run({ quick, kafka, log: (line) => console.error(line) }).then(
+    (rows) => {
+      console.log(formatTable(rows));
+      console.log(`\n${name}: ${quick ? 'quick' : 'full'} run took ${((performance.now() - t0) / 1000).toFixed(1)} s; node ${process.version}`);
+    },
+    (err: unknown) => {
+      console.error(`bench/${name}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      process.exitCode = 1;
+    },
+  );
 }

@@ -25,7 +25,6 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { pathToFileURL } from 'node:url';
 import type { CreateTopicsResponse } from '../wire/messages/create-topics-response.js';
 import type { MetadataResponse } from '../wire/messages/metadata-response.js';
 import type { ProduceRequest } from '../wire/messages/produce-request.js';
@@ -35,7 +34,7 @@ import { Reader } from '../wire/reader.js';
 import { buildBatch } from '../wire/record-batch.js';
 import { ZERO_UUID } from '../wire/uuid.js';
 import { rssMb, startGregor, startKafka, type RunningBroker } from './brokers.js';
-import { formatTable, type BenchModule, type BenchOptions, type BenchRow } from './report.js';
+import { type BenchModule, type BenchOptions, type BenchRow, runStandalone } from './report.js';
 import { WireConnection, api, frame, type Frame } from './wire-client.js';
 
 const MODULE = 'scale';
@@ -433,34 +432,7 @@ export const run: BenchModule = async (opts) => {
   const rows: BenchRow[] = [];
   for (const s of subjects) rows.push(...(await withBroker(s, opts, (b) => slowConnections(b, connections, sizes.produceMs, capNote, opts))));
   for (const s of subjects) rows.push(...(await withBroker(s, opts, (b) => manyPartitions(b, sizes.topics, opts))));
-  // Group each scenario's subjects together in the table.
-  const order = [...new Set(rows.map((r) => r.scenario))];
-  return order.flatMap((sc) => rows.filter((r) => r.scenario === sc));
+  return rows;
 };
 
-function parseArgs(argv: readonly string[]): { quick: boolean; kafka: boolean } {
-  let quick = true;
-  let kafka = true;
-  for (const arg of argv) {
-    if (arg === '--quick') quick = true;
-    else if (arg === '--full') quick = false;
-    else if (arg === '--no-kafka') kafka = false;
-    else throw new Error(`unknown argument "${arg}"; usage: node dist/bench/scale.js [--quick | --full] [--no-kafka]`);
-  }
-  return { quick, kafka };
-}
-
-async function main(): Promise<void> {
-  const { quick, kafka } = parseArgs(process.argv.slice(2));
-  const start = Date.now();
-  const rows = await run({ quick, kafka, log: (line) => console.error(line) });
-  console.log(formatTable(rows));
-  console.log(`scale: ${quick ? 'quick' : 'full'} run took ${((Date.now() - start) / 1000).toFixed(1)} s`);
-}
-
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((err: unknown) => {
-    console.error(`bench/scale: ${messageOf(err)}`);
-    process.exitCode = 1;
-  });
-}
+runStandalone('scale', import.meta.url, run);
