@@ -5,7 +5,7 @@ import { startCutProxy, proxiedListener } from '../lib/cut-proxy.mjs';
 import { CUT_PLAN, byPartition, checkPartition, produceThroughCuts } from '../lib/exactly-once.mjs';
 import * as G from '../lib/group.mjs';
 import { checkAcknowledged, checkRecords, makeMessages, timestampProbe } from '../lib/roundtrip.mjs';
-import { ScenarioFailure, checkCluster, expect, runScenarios } from '../lib/scenario.mjs';
+import { ScenarioFailure, checkCluster, expect, runScenarios, settle } from '../lib/scenario.mjs';
 
 const require = createRequire(import.meta.url);
 // kafkajs is CommonJS; Node's ESM loader does not see ConfigResourceTypes as a named export.
@@ -266,9 +266,6 @@ scenarios.roundtrip = async function roundtrip(bootstrap) {
 const ADMIN_CONFIG = { 'cleanup.policy': 'compact', 'retention.ms': '3600000' };
 const DEFAULT_SEGMENT_BYTES = '1073741824';
 const DEFAULT_MESSAGE_MAX_BYTES = '1048588';
-// Apache Kafka applies an admin change through its metadata log, so a read right after it
-// may still show the old state for a moment.
-const SETTLE_MS = 5_000;
 // Timestamps of the records the offset lookups search, after a base: the largest is not the last.
 const ADMIN_TIMESTAMP_STEPS = [0, 10, 50, 20, 30];
 // Kafka's ConfigSource ids (kafkajs's own ConfigSource names id 1 TOPIC_CONFIG).
@@ -295,19 +292,6 @@ async function expectError(label, type, call) {
     return;
   }
   throw new ScenarioFailure(`${label}: returned ${JSON.stringify(result)}, expected ${type}`);
-}
-
-// Runs check() until it stops throwing a ScenarioFailure or SETTLE_MS passes.
-async function settle(check) {
-  const deadline = Date.now() + SETTLE_MS;
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (!(err instanceof ScenarioFailure) || Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
 }
 
 scenarios.admin = async function admin(bootstrap) {

@@ -1,3 +1,19 @@
+/** How long `settle` retries: Apache Kafka applies admin changes through its metadata log, so reads lag a little. */
+export const SETTLE_MS = 5_000;
+
+/** Runs check() until it stops throwing a ScenarioFailure or SETTLE_MS passes; other errors end it at once. */
+export async function settle(check) {
+  const deadline = Date.now() + SETTLE_MS;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (!(err instanceof ScenarioFailure) || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
 // The scenario runner shared by the Node clients' client.mjs: argument parsing, exit
 // statuses, the overall time bound, pass/FAIL lines, and the metadata scenario's checks.
 
