@@ -29,6 +29,7 @@ import { FetchResponse, type FetchableTopicResponse, type NodeEndpoint, type Par
 import { ErrorCode } from '../wire/errors.js';
 import { ZERO_UUID } from '../wire/uuid.js';
 import { downConvert } from '../wire/legacy-message-set.js';
+import { fetchBuffers } from '../wire/buffer-pool.js';
 import { readRanges } from '../storage/log.js';
 import { endpointFor, hasPartition } from '../cluster/metadata-image.js';
 import {
@@ -224,7 +225,7 @@ export const fetch = defineHandler<FetchRequest, FetchResponse>({
       let records: Buffer;
       let errorCode = r.errorCode;
       try {
-        records = r.size > 0 ? readRanges(r.records) : EMPTY;
+        records = r.size > 0 ? readRanges(r.records, takeFetchBuffer) : EMPTY;
       } catch (err) {
         services.log.warn({ err, topic: p.key.topic, partition: p.key.partition }, 'fetch read failed');
         records = EMPTY;
@@ -274,6 +275,9 @@ export const fetch = defineHandler<FetchRequest, FetchResponse>({
  * The partition as it goes out: every partition carries a record set (empty
  * on error), and v0-v3 get theirs down-converted from the fetch offset.
  */
+/** Log bytes for an answer come from the pool; the connection gives them back once sent. */
+const takeFetchBuffer = (size: number): Buffer => fetchBuffers.take(size);
+
 function finalPartition(key: FetchPartitionKey, data: PartitionData, version: number, context: FetchContext, services: BrokerServices): PartitionData {
   // Clients older than Fetch v10 cannot read zstd: Kafka refuses them on a topic whose compression.type is zstd.
   if (version < 10 && key.topic !== null && services.replicas.logFor(key.topic, key.partition)?.config.compressionType === 'zstd') {
@@ -282,6 +286,7 @@ function finalPartition(key: FetchPartitionKey, data: PartitionData, version: nu
   const records = data.records ?? EMPTY;
   if (version > 3 || records.length === 0) return { ...data, records };
   const converted = downConvert(records, version <= 1 ? 0 : 1, context.fetchOffset(key) ?? 0n);
+  fetchBuffers.release(records);
   if (!converted.ok) return partitionError(key.partition, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE);
   return { ...data, records: converted.records };
 }

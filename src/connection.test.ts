@@ -98,6 +98,22 @@ describe('Connection', () => {
     expect(got.frames.map((f) => f[0])).toEqual([1, 2, 3, 4]);
   });
 
+  it('sends an answer at once even while the next request on the connection is still waiting', async () => {
+    const port = await serve([scripted]);
+    const s = await connect(port);
+    const got = reader(s);
+    const arrivals: number[] = [];
+    const t0 = Date.now();
+    s.on('data', () => arrivals.push(Date.now() - t0));
+    // Answers of pipelined requests leave together, but not held behind a handler that waits.
+    s.write(Buffer.concat([frame(1, 'fast'), frame(2, 'fast'), frame(3, 'sleep:1500')]));
+    await got.waitFor(2, 1000);
+    expect(got.frames.map((f) => f[0])).toEqual([1, 2]);
+    expect(arrivals[0]).toBeLessThan(1000);
+    await got.waitFor(3);
+    expect(got.frames.map((f) => f[0])).toEqual([1, 2, 3]);
+  });
+
   it('sends nothing for a request whose handler asks for no response, and goes on', async () => {
     const port = await serve([scripted]);
     const s = await connect(port);

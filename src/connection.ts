@@ -32,7 +32,14 @@ export interface Dispatch {
   readonly services: BrokerServices;
 }
 
-type Outcome = Buffer | null | { close: string };
+/** The answer's frame in pieces (see Writer.finishChunks), nothing to send, or a reason to close. */
+type Outcome = Answer | null | { close: string };
+
+interface Answer {
+  readonly chunks: Buffer[];
+  /** Runs once the socket has taken the chunks (Writer.whenSent). */
+  readonly sent: (() => void) | null;
+}
 
 export class Connection {
   private chunks: Buffer[] = [];
@@ -44,6 +51,8 @@ export class Connection {
   /** Set by finishInFlight: reading stays paused whatever the queue does. */
   private draining = false;
   private idleWaiters: (() => void)[] = [];
+  /** Answers are held in the socket while several are written, then leave in one writev. */
+  private corked = false;
   readonly remote: string;
 
   constructor(
@@ -128,21 +137,53 @@ export class Connection {
         const frame = this.queue.shift()!;
         const outcome = await this.handleFrame(frame);
         if (this.closed) break;
-        if (outcome !== null && !Buffer.isBuffer(outcome)) {
+        if (outcome !== null && 'close' in outcome) {
           this.close(outcome.close, 'warn');
           break;
         }
-        if (outcome !== null && !this.socket.write(outcome)) await this.waitDrain();
+        if (outcome !== null) {
+          this.cork();
+          const { chunks, sent } = outcome;
+          let room = true;
+          for (let i = 0; i < chunks.length; i++) {
+            room = i === chunks.length - 1 && sent !== null ? this.socket.write(chunks[i]!, sent) : this.socket.write(chunks[i]!);
+          }
+          if (!room) {
+            this.uncork();
+            await this.waitDrain();
+          }
+        }
         if (this.paused && !this.draining && this.queue.length < this.limits.queuedMaxRequests / 2) {
           this.paused = false;
           this.socket.resume();
         }
       }
     } finally {
+      this.uncork();
       this.busy = false;
       this.notifyIdle();
     }
   }
+
+  /**
+   * Holds answers in the socket so that those of the requests queued together
+   * go out in one system call: on loopback a write costs about as much as the
+   * receiver's whole TCP processing, whatever its size. The answers leave when
+   * the queue is empty, when the socket's buffer is full, or at the latest on
+   * the next turn of the event loop (a handler that waits keeps nothing back).
+   */
+  private cork(): void {
+    if (this.corked) return;
+    this.corked = true;
+    this.socket.cork();
+    setImmediate(this.uncork);
+  }
+
+  private readonly uncork = (): void => {
+    if (!this.corked) return;
+    this.corked = false;
+    this.socket.uncork();
+  };
 
   private waitDrain(): Promise<void> {
     return new Promise((resolve) => {
@@ -202,7 +243,7 @@ export class Connection {
       const start = startResponse(w, correlationId, responseHeaderVersion(apiKey, apiVersion, handler.response));
       codecFor(handler.response, apiVersion).encode(w, res);
       finishFrame(w, start);
-      return w.finish();
+      return { chunks: w.finishChunks(), sent: w.whenSent() };
     } catch (err) {
       this.log.error({ err, api: handler.name, version: apiVersion }, 'could not encode response');
       return { close: `${handler.name} v${apiVersion} response could not be encoded` };
@@ -210,13 +251,13 @@ export class Connection {
   }
 
   /** KIP-511: a version we do not know still gets the table, in the v0 layout. */
-  private unsupportedApiVersions(correlationId: number): Buffer {
+  private unsupportedApiVersions(correlationId: number): Answer {
     const handler = this.dispatch.handlers.get(API_VERSIONS_KEY)!;
     const w = new Writer(512);
     const start = startResponse(w, correlationId, 0);
     codecFor(handler.response, 0).encode(w, apiVersionsBody(ErrorCode.UNSUPPORTED_VERSION, { services: this.dispatch.services }));
     finishFrame(w, start);
-    return w.finish();
+    return { chunks: w.finishChunks(), sent: null };
   }
 
   private notifyIdle(): void {

@@ -99,11 +99,11 @@ export interface FileRange {
   readonly size: number;
 }
 
-/** Copies file ranges into one Buffer. */
-export function readRanges(ranges: readonly FileRange[]): Buffer {
+/** Copies file ranges into one Buffer, from `alloc` (a fresh one by default). */
+export function readRanges(ranges: readonly FileRange[], alloc: (size: number) => Buffer = Buffer.allocUnsafe): Buffer {
   let total = 0;
   for (const r of ranges) total += r.size;
-  const out = Buffer.allocUnsafe(total);
+  const out = alloc(total);
   let at = 0;
   for (const r of ranges) {
     const n = r.file.read(out, at, r.size, r.position);

@@ -297,10 +297,17 @@ function primitiveCodec(
     case 'bytes':
     case 'records': {
       const d = f.type === 'records' || f.default === null ? null : EMPTY;
+      // Record sets (a Fetch answer's batches) are attached, not copied: they
+      // come fresh from the log for this response and can be large.
+      const records = f.type === 'records';
       return {
         enc: flexible
-          ? (w, v) => (notNull(v), w.compactBytes(v === undefined ? d : (v as Buffer | null)))
-          : (w, v) => (notNull(v), w.bytes(v === undefined ? d : (v as Buffer | null))),
+          ? records
+            ? (w, v) => (notNull(v), w.compactBytesAttached(v === undefined ? d : (v as Buffer | null)))
+            : (w, v) => (notNull(v), w.compactBytes(v === undefined ? d : (v as Buffer | null)))
+          : records
+            ? (w, v) => (notNull(v), w.bytesAttached(v === undefined ? d : (v as Buffer | null)))
+            : (w, v) => (notNull(v), w.bytes(v === undefined ? d : (v as Buffer | null))),
         dec: (r) => {
           const b = flexible ? r.compactBytes() : r.bytes();
           if (b === null && !nullable) r.fail(`${label} is null but not nullable`);

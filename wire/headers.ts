@@ -70,7 +70,7 @@ export function startResponse(w: Writer, correlationId: number, headerVersion: n
 }
 
 export function finishFrame(w: Writer, start: number): void {
-  w.patchInt32(start, w.pos - start - 4);
+  w.patchInt32(start, w.lengthSince(start) - 4);
 }
 
 /** Writes a whole request frame (used by tests and the benchmark's load generator). */

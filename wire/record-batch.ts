@@ -278,7 +278,7 @@ export function buildBatch(opts: BuildBatchOptions): Buffer {
   opts.records.forEach((rec, i) => {
     const timestamp = rec.timestamp ?? baseTimestamp;
     if (timestamp > maxTimestamp) maxTimestamp = timestamp;
-    scratch.pos = 0;
+    scratch.reset();
     // The delta wraps to int64 as Java's does, so that baseTimestamp + delta,
     // wrapped again on reading, gives back any int64 timestamp.
     scratch.int8(0).varlong(BigInt.asIntN(64, timestamp - baseTimestamp)).varint(i);
