@@ -361,7 +361,7 @@ function parseRuns(argv: readonly string[]): number {
 export const run: BenchModule = async (opts) => {
   try {
     const root = repoRoot();
-    if (!existsSync(join(root, 'dist', 'gregor.mjs'))) throw new Error('dist/ is not built; run `npm run build` first');
+    if (!existsSync(join(root, 'dist', 'gregor.cjs'))) throw new Error('dist/ is not built; run `npm run build` first');
     const runs = opts.quick ? 3 : 10;
     const warm = await runGregor(root);
     await runFloor(warm.apiVersionsBody, warm.metadataBody);
@@ -405,7 +405,7 @@ export const run: BenchModule = async (opts) => {
 async function main(): Promise<void> {
   const runs = parseRuns(process.argv.slice(2));
   const root = repoRoot();
-  if (!existsSync(join(root, 'dist', 'gregor.mjs'))) throw new Error('dist/ is not built; run `npm run build` first');
+  if (!existsSync(join(root, 'dist', 'gregor.cjs'))) throw new Error('dist/ is not built; run `npm run build` first');
   const cpu = cpus();
   console.log(`gregor start-up benchmark: ${runs} runs (after one untimed warm-up of each subject)`);
   console.log(`node ${process.version}, ${platform()} ${arch()}, ${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown'}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB memory`);

@@ -656,8 +656,8 @@ export class ReplicaManager {
    *
    * Example: a log written in epoch 0 up to offset 8, then led at epoch 2 and
    * written up to 12: lastOffsetForLeaderEpoch('t', 0, -1, 0) -> { errorCode:
-   * 0, leaderEpoch: 0, endOffset: 8n }; (…, 1) the same; (…, 2) -> (2, 12n);
-   * (…, 3) -> (-1, -1n).
+   * 0, leaderEpoch: 0, endOffset: 8n }; (..., 1) the same; (..., 2) -> (2, 12n);
+   * (..., 3) -> (-1, -1n).
    */
   lastOffsetForLeaderEpoch(topic: string, partition: number, currentLeaderEpoch: number, leaderEpoch: number): EpochEndOffsetResult {
     const local = this.localLogWithEpoch(topic, partition, currentLeaderEpoch, true);

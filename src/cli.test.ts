@@ -9,7 +9,7 @@ import { FrameClient, apiVersionsV0Request, parseApiVersionsV0Response, withTime
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = join(root, 'bin', 'gregor');
-const builtCli = join(root, 'dist', 'gregor.mjs');
+const builtCli = join(root, 'dist', 'gregor.cjs');
 
 const READY_MS = 10_000;
 const EXIT_MS = 10_000;
@@ -305,5 +305,17 @@ describe('gregor restart', () => {
     const { g: elsewhere, ready: c } = await startOn(tempDir());
     expect(c.clusterId).not.toBe(a.clusterId);
     await stop(elsewhere);
+  });
+});
+
+describe('the built bundle', () => {
+  it('loads with the code cache the build wrote beside it, which V8 accepts', async () => {
+    // A child process, as bin/gregor runs: the test runner's own flags must not decide.
+    const probe = `import { loadBundle } from ${JSON.stringify(join(root, 'bin', 'load-bundle.mjs'))};
+const { exports, script } = loadBundle();
+console.log(JSON.stringify({ rejected: script.cachedDataRejected ?? null, main: typeof exports.main }));`;
+    const { execFileSync } = await import('node:child_process');
+    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', probe], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } }).trim()) as { rejected: boolean | null; main: string };
+    expect(out).toEqual({ rejected: false, main: 'function' });
   });
 });

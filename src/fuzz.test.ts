@@ -31,7 +31,7 @@ import { inRange } from '../wire/schema.js';
 import { HANDLERS } from '../api/registry.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const ENTRY = join(ROOT, 'dist', 'gregor.mjs');
+const ENTRY = join(ROOT, 'dist', 'gregor.cjs');
 const SEED = process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED) >>> 0 : (Date.now() ^ (process.pid << 16)) >>> 0;
 const ROUNDS = Number(process.env.FUZZ_ROUNDS ?? 500);
 /** No new round starts after this long, so a slow machine still finishes in time. */

@@ -232,15 +232,15 @@ export class TempBrokers {
 }
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const bundle = join(root, 'dist', 'gregor.mjs');
+const bundle = join(root, 'dist', 'gregor.cjs');
 
 /**
- * Why dist/gregor.mjs cannot be what a process test runs: missing, or older
+ * Why dist/gregor.cjs cannot be what a process test runs: missing, or older
  * than a source file bundled into it. Broker processes run the bundle, not
  * these sources, so a stale bundle would test yesterday's broker.
  */
 export function bundleProblem(): string | null {
-  if (!existsSync(bundle)) return 'dist/gregor.mjs is missing: run `npm run build` before this test';
+  if (!existsSync(bundle)) return 'dist/gregor.cjs is missing: run `npm run build` before this test';
   const built = statSync(bundle).mtimeMs;
   const newer: string[] = [];
   const walk = (dir: string): void => {
@@ -254,7 +254,7 @@ export function bundleProblem(): string | null {
     }
   };
   for (const dir of ['src', 'api', 'cluster', 'storage', 'wire']) walk(dir);
-  return newer.length > 0 ? `dist/gregor.mjs is older than ${newer.slice(0, 3).join(', ')}${newer.length > 3 ? ', ...' : ''}: run \`npm run build\`` : null;
+  return newer.length > 0 ? `dist/gregor.cjs is older than ${newer.slice(0, 3).join(', ')}${newer.length > 3 ? ', ...' : ''}: run \`npm run build\`` : null;
 }
 
 const PROCESS_READY_MS = 10_000;

@@ -2,7 +2,7 @@
  * A broker's data directory: its identity file (meta.properties, the same keys
  * Kafka writes) and a lock so two brokers never share one directory.
  */
-import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUuid } from '../wire/uuid.js';
 import { formatProperties, parseProperties, readFileIfExists, writeFileAtomic } from './atomic-file.js';
@@ -81,7 +81,7 @@ export function lockDataDir(dir: string): () => void {
         lockedHere.add(path);
         return () => {
           lockedHere.delete(path);
-          rmSync(path, { force: true });
+          removeIfPresent(path);
         };
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
@@ -107,11 +107,20 @@ export function lockDataDir(dir: string): () => void {
           // someone holds the name again; the next attempt reads who
         }
       }
-      rmSync(aside, { force: true });
+      removeIfPresent(aside);
     }
     throw new DataDirError(`could not lock ${dir}: other processes keep taking the lock`);
   } finally {
-    rmSync(mine, { force: true });
+    removeIfPresent(mine);
+  }
+}
+
+/** Deletes a file that may already be gone (unlinkSync: rmSync loads a module on first use). */
+function removeIfPresent(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
 }
 

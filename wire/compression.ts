@@ -4,10 +4,9 @@
  * untrusted bytes catch and turn the failure into an error code.
  */
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { Decoder as ZstdDecoder, Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
-import { compressFrameSync } from 'lz4-napi';
-import { compressSync as snappyCompress, uncompressSync as snappyUncompress } from 'snappy';
+import type { Decoder as ZstdDecoder, Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
 import { decodeLz4Frame } from './lz4.js';
+import { lz4, snappy, zstd } from './native.js';
 
 /** The codec ids of the low three attribute bits, shared by every message format. */
 export enum Compression {
@@ -55,7 +54,7 @@ export function compress(codec: Compression, data: Buffer, level?: number): Buff
     case Compression.Snappy:
       return xerialCompress(data);
     case Compression.Lz4:
-      return compressFrameSync(data);
+      return lz4().compressFrameSync(data);
     case Compression.Zstd:
       return zstdEncoder(level ?? ZSTD_DEFAULT_LEVEL).encodeSync(data);
     default:
@@ -66,7 +65,7 @@ export function compress(codec: Compression, data: Buffer, level?: number): Buff
 function zstdEncoder(level: number): ZstdEncoder {
   let encoder = zstdEncoders.get(level);
   if (encoder === undefined) {
-    encoder = new ZstdEncoder(level);
+    encoder = new (zstd().Encoder)(level);
     zstdEncoders.set(level, encoder);
   }
   return encoder;
@@ -93,7 +92,7 @@ export function decompress(codec: Compression, data: Buffer): Buffer {
       return decodeLz4Frame(data, MAX_DECOMPRESSED_BYTES);
     case Compression.Zstd:
       checkZstdBound(data);
-      return (zstdDecoder ??= new ZstdDecoder()).decodeSync(data);
+      return (zstdDecoder ??= new (zstd().Decoder)()).decodeSync(data);
     default:
       throw new Error(`unknown compression codec ${codec as number}`);
   }
@@ -195,7 +194,7 @@ function snappyDecompress(data: Buffer): Buffer {
     return xerialDecompress(data);
   }
   checkDeclaredSize(snappyLength(data));
-  return snappyUncompress(data, { asBuffer: true }) as Buffer;
+  return snappy().uncompressSync(data, { asBuffer: true }) as Buffer;
 }
 
 function xerialDecompress(data: Buffer): Buffer {
@@ -209,7 +208,7 @@ function xerialDecompress(data: Buffer): Buffer {
     at += 4;
     if (n < 0 || n > data.length - at) throw new Error(`xerial snappy block of ${n} bytes past the end`);
     checkDeclaredSize(total + snappyLength(data.subarray(at, at + n)));
-    const block = snappyUncompress(data.subarray(at, at + n), { asBuffer: true }) as Buffer;
+    const block = snappy().uncompressSync(data.subarray(at, at + n), { asBuffer: true }) as Buffer;
     blocks.push(block);
     total += block.length;
     at += n;
@@ -229,7 +228,7 @@ function xerialCompress(data: Buffer): Buffer {
   header.writeInt32BE(1, 12);
   parts.push(header);
   for (let at = 0; at < data.length; at += XERIAL_BLOCK_SIZE) {
-    const block = snappyCompress(data.subarray(at, Math.min(at + XERIAL_BLOCK_SIZE, data.length)));
+    const block = snappy().compressSync(data.subarray(at, Math.min(at + XERIAL_BLOCK_SIZE, data.length)));
     const len = Buffer.allocUnsafe(4);
     len.writeInt32BE(block.length, 0);
     parts.push(len, block);

@@ -14,7 +14,7 @@
  * 1 << 20) -> Buffer 'hello'; with a frame whose blocks could expand past the
  * limit it throws before decompressing anything.
  */
-import { decompressFrameSync } from 'lz4-napi';
+import { lz4 } from './native.js';
 
 export const LZ4_FRAME_MAGIC = 0x184d2204;
 
@@ -34,7 +34,7 @@ const MAX_EXPANSION = 255;
 export function decodeLz4Frame(frame: Buffer, maxOutput: number): Buffer {
   const header = readHeader(frame, maxOutput);
   const bound = blockBound(frame, header, maxOutput);
-  const out = decompressFrameSync(frame);
+  const out = lz4().decompressFrameSync(frame);
   if (out.length > bound) throw new Error(`LZ4 frame expanded to ${out.length} bytes, past what its blocks can hold`);
   if (header.contentSize !== null && header.contentSize !== out.length) {
     throw new Error(`LZ4 frame declares ${header.contentSize} bytes but holds ${out.length}`);

@@ -3,8 +3,8 @@
  * are byte positions in the 61-byte batch header; records follow it, compressed
  * as one block when the codec bits are set.
  */
-import { crc32c as nativeCrc32c } from '@node-rs/crc32';
 import { Compression, compress, decompress, isKnownCompression } from './compression.js';
+import { crc32 } from './native.js';
 import { Reader } from './reader.js';
 import { Writer } from './writer.js';
 
@@ -72,7 +72,10 @@ export function readBatchHeader(buf: Buffer, at = 0): BatchHeader {
 }
 
 /** CRC-32C (Castagnoli) of buf[start, end), as RecordBatch v2 uses from byte 21 to its end. */
+let nativeCrc32c: ((data: Buffer) => number) | null = null;
+
 export function crc32c(buf: Buffer, start = 0, end = buf.length): number {
+  nativeCrc32c ??= crc32().crc32c;
   return nativeCrc32c(start === 0 && end === buf.length ? buf : buf.subarray(start, end)) >>> 0;
 }
 
@@ -350,7 +353,7 @@ export interface RecordScan {
  * each record's fields fill exactly its declared length, that offset deltas run
  * 0..count-1, that the records fill the range exactly, and (if `requireKey`)
  * noting null keys. Timestamp deltas whose zigzag encoding is a safe integer
- * (about ±2^52, and at most 8 bytes long) are tracked as numbers; larger ones
+ * (about +-2^52, and at most 8 bytes long) are tracked as numbers; larger ones
  * make `maxTimestampDelta` null so the caller can fall back to BigInt.
  */
 export function scanRecords(buf: Buffer, start: number, end: number, count: number, requireKey: boolean): RecordScan {
