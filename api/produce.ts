@@ -26,6 +26,7 @@ import { ErrorCode, errorName } from '../wire/errors.js';
 import { ATTRIBUTES, BATCH_LENGTH, COMPRESSION_MASK, Compression, LOG_OVERHEAD, MAGIC, MAGIC_V2, PRODUCER_EPOCH, PRODUCER_ID, BATCH_HEADER_SIZE, TRANSACTIONAL } from '../wire/record-batch.js';
 import { appendError, type PartitionAppendResult } from '../cluster/replica-manager.js';
 import { INTERNAL_TOPICS } from '../cluster/topic-names.js';
+import { hasPartition } from '../cluster/metadata-image.js';
 import { autoCreateTopic } from './auto-create.js';
 import { verificationEnabled } from './config-resources.js';
 import { NO_RESPONSE, defineHandler, type RequestContext } from './handler.js';
@@ -163,18 +164,17 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
         if (outcome.kind === 'created') createdNow.add(topic.name);
         usable = outcome.kind === 'exists';
       }
-      const partitions = usable ? new Set(metadata.image().topics.get(topic.name)?.partitions.map((x) => x.partition)) : null;
+      const image = usable ? metadata.image() : null;
       // The coordinators own what the internal topics hold.
       const internal = INTERNAL_TOPICS.has(topic.name);
       for (const p of topic.partitionData) {
-        if (!partitions) {
+        if (!image) {
           partitionResponses.push(partitionResponse(p.index, appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)));
           continue;
         }
         // An unknown partition is reported before anything about its records, as Kafka does.
-        const hasPartition = partitions.has(p.index);
         const records = p.records ?? EMPTY;
-        const result = !hasPartition
+        const result = !hasPartition(image, topic.name, p.index)
           ? appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
           : internal && ctx.clientId !== ADMIN_CLIENT_ID
             ? appendError(ErrorCode.INVALID_TOPIC_EXCEPTION, `Cannot append to internal topic ${topic.name}`)
