@@ -708,20 +708,25 @@ export class ReplicaManager {
       this.hostedTopicIds.delete(name);
       this.deleteLogs((topic) => topic === name, 'topic deleted');
     }
+    // New logs are created together: one sync of the data directory for all of them.
+    const missing: { topic: string; partition: number }[] = [];
     for (const t of image.topics.values()) {
       if (t.partitions.some((p) => p.replicas.includes(this.nodeId))) this.hostedTopicIds.set(t.name, t.topicId);
       for (const p of t.partitions) {
-        if (!p.replicas.includes(this.nodeId)) continue;
-        let log = this.logs.get(t.name, p.partition);
-        if (!log) {
-          try {
-            log = this.logs.getOrCreate(t.name, p.partition);
-          } catch (err) {
-            // The partition answers KAFKA_STORAGE_ERROR until a later append manages to open it.
-            this.log.warn({ topic: t.name, partition: p.partition, err }, 'cannot create partition log');
-          }
-        }
-        if (log && p.leader === this.nodeId) this.becomeLeader(t.name, p, log);
+        if (p.replicas.includes(this.nodeId) && !this.logs.get(t.name, p.partition)) missing.push({ topic: t.name, partition: p.partition });
+      }
+    }
+    if (missing.length > 0) {
+      this.logs.getOrCreateMany(missing).forEach((r, i) => {
+        // The partition answers KAFKA_STORAGE_ERROR until a later append manages to open it.
+        if (r instanceof Error) this.log.warn({ topic: missing[i]!.topic, partition: missing[i]!.partition, err: r }, 'cannot create partition log');
+      });
+    }
+    for (const t of image.topics.values()) {
+      for (const p of t.partitions) {
+        if (!p.replicas.includes(this.nodeId) || p.leader !== this.nodeId) continue;
+        const log = this.logs.get(t.name, p.partition);
+        if (log) this.becomeLeader(t.name, p, log);
       }
     }
   }

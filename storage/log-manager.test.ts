@@ -526,3 +526,48 @@ describe('producer expiration', () => {
     expect(() => open(tempDir(), { producerIdExpirationMs: 0 })).toThrow(RangeError);
   });
 });
+
+describe('LogManager.getOrCreateMany', () => {
+  /** Counts directory syncs and can fail the next one. */
+  class DirSyncFs extends FaultyFs {
+    dirSyncs: string[] = [];
+    failDirSync = false;
+    override syncDir(path: string): void {
+      if (this.failDirSync) {
+        this.failDirSync = false;
+        throw new Error('simulated directory sync failure');
+      }
+      this.dirSyncs.push(path);
+      super.syncDir(path);
+    }
+  }
+
+  it('creates many logs with one sync of the data directory, and returns existing ones as they are', () => {
+    const dataDir = tempDir();
+    const fs = new DirSyncFs();
+    const m = open(dataDir, { fs });
+    const existing = m.getOrCreate('t', 0);
+    fs.dirSyncs = [];
+    const parts = Array.from({ length: 50 }, (_, i) => ({ topic: 't', partition: i }));
+    const logs = m.getOrCreateMany(parts);
+    expect(logs[0]).toBe(existing);
+    expect(logs.every((l) => !(l instanceof Error))).toBe(true);
+    expect(fs.dirSyncs.filter((d) => d === dataDir)).toHaveLength(1);
+    for (let i = 0; i < 50; i++) expect(m.get('t', i)).toBe(logs[i]);
+  });
+
+  it('answers every new log with the error when that sync fails, and lists none of them', () => {
+    const fs = new DirSyncFs();
+    const m = open(tempDir(), { fs });
+    const kept = m.getOrCreate('t', 0);
+    fs.failDirSync = true;
+    const r = m.getOrCreateMany([{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }, { topic: 't', partition: 2 }]);
+    expect(r[0]).toBe(kept);
+    expect(r[1]).toBeInstanceOf(Error);
+    expect((r[2] as Error).message).toContain('simulated directory sync failure');
+    expect(m.get('t', 1)).toBeUndefined();
+    expect(m.get('t', 2)).toBeUndefined();
+    // A later attempt creates it.
+    expect(m.getOrCreate('t', 1).logEndOffset).toBe(0n);
+  });
+});

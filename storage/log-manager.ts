@@ -286,23 +286,65 @@ export class LogManager {
    * returns the same log.
    */
   getOrCreate(topic: string, partition: number, config?: LogConfig): PartitionLog {
+    const r = this.getOrCreateMany([{ topic, partition, config }])[0]!;
+    if (r instanceof Error) throw r;
+    return r;
+  }
+
+  /**
+   * getOrCreate for several partitions, with one sync of the data directory
+   * for all the logs it creates rather than one each (creating a topic of
+   * 10,000 partitions). Answers in order, each the log or why it could not be
+   * opened; when that one sync fails, every log it created is closed again and
+   * answered with the error.
+   *
+   * Example: getOrCreateMany([{ topic: 'orders', partition: 0 }, { topic:
+   * 'orders', partition: 1 }]) -> two empty logs, one directory sync.
+   */
+  getOrCreateMany(parts: readonly { topic: string; partition: number; config?: LogConfig }[]): (PartitionLog | Error)[] {
     this.checkOpen();
-    checkPartitionName(topic, partition);
-    const name = partitionDirName(topic, partition);
-    const existing = this.entries.get(name);
-    if (existing) return existing.log;
-    const dir = join(this.dataDir, name);
-    const log = PartitionLog.open(dir, config ?? this.configFor(topic), this.openOptions());
+    const out: (PartitionLog | Error)[] = [];
+    const created: { index: number; name: string; dir: string; topic: string; partition: number }[] = [];
+    for (const { topic, partition, config } of parts) {
+      try {
+        checkPartitionName(topic, partition);
+        const name = partitionDirName(topic, partition);
+        const existing = this.entries.get(name);
+        if (existing) {
+          out.push(existing.log);
+          continue;
+        }
+        const dir = join(this.dataDir, name);
+        const log = PartitionLog.open(dir, config ?? this.configFor(topic), this.openOptions());
+        created.push({ index: out.length, name, dir, topic, partition });
+        out.push(log);
+        // Listed at once, so that a partition named twice gets the same log.
+        this.add(topic, partition, dir, log);
+      } catch (err) {
+        out.push(err as Error);
+      }
+    }
+    if (created.length === 0) return out;
     try {
       this.fs.syncDir(this.dataDir);
     } catch (err) {
-      log.close();
-      throw new StorageError(`cannot sync ${this.dataDir} after creating ${name}: ${(err as Error).message}`, { cause: err });
+      for (const c of created) {
+        const log = out[c.index] as PartitionLog;
+        this.entries.delete(c.name);
+        try {
+          log.close();
+        } catch {
+          // already failing: the sync error is the one to report
+        }
+        out[c.index] = new StorageError(`cannot sync ${this.dataDir} after creating ${c.name}: ${(err as Error).message}`, { cause: err });
+      }
+      return out;
     }
-    this.add(topic, partition, dir, log);
+    let cleanerChanged = false;
     // A checkpoint entry can only be a leftover of an earlier log of that name.
-    if (this.cleanerOffsets.delete(name)) this.writeCleanerCheckpoint();
-    return log;
+    for (const c of created) if (this.cleanerOffsets.delete(c.name)) cleanerChanged = true;
+    if (cleanerChanged) this.writeCleanerCheckpoint();
+    return out;
   }
 
   /** Every log, in no particular order. */
