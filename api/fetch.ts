@@ -281,6 +281,7 @@ const takeFetchBuffer = (size: number): Buffer => fetchBuffers.take(size);
 function finalPartition(key: FetchPartitionKey, data: PartitionData, version: number, context: FetchContext, services: BrokerServices): PartitionData {
   // Clients older than Fetch v10 cannot read zstd: Kafka refuses them on a topic whose compression.type is zstd.
   if (version < 10 && key.topic !== null && services.replicas.logFor(key.topic, key.partition)?.config.compressionType === 'zstd') {
+    if (data.records) fetchBuffers.release(data.records);
     return partitionError(key.partition, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE);
   }
   const records = data.records ?? EMPTY;

@@ -717,10 +717,18 @@ export class ReplicaManager {
       }
     }
     if (missing.length > 0) {
-      this.logs.getOrCreateMany(missing).forEach((r, i) => {
-        // The partition answers KAFKA_STORAGE_ERROR until a later append manages to open it.
-        if (r instanceof Error) this.log.warn({ topic: missing[i]!.topic, partition: missing[i]!.partition, err: r }, 'cannot create partition log');
-      });
+      let results: (PartitionLog | Error)[];
+      try {
+        results = this.logs.getOrCreateMany(missing);
+      } catch (err) {
+        results = missing.map(() => err as Error);
+      }
+      // Such a partition answers KAFKA_STORAGE_ERROR until a later append manages to open it.
+      const failed = results.flatMap((r, i) => (r instanceof Error ? [{ ...missing[i]!, err: r }] : []));
+      if (failed.length > 0) {
+        const first = failed[0]!;
+        this.log.warn({ topic: first.topic, partition: first.partition, err: first.err, failedPartitions: failed.length }, 'cannot create partition logs');
+      }
     }
     for (const t of image.topics.values()) {
       for (const p of t.partitions) {

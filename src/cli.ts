@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { ConfigError, envSource, fileSource, resolveConfig, type ConfigSource } from './config.js';
 import { Broker, StartError } from './broker.js';
 import { createLogger } from './logger.js';
+import { missingNativeLibraries } from '../wire/native.js';
 
 const USAGE = `usage: gregor start [options]
 
@@ -166,5 +167,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       },
       'gregor ready',
     );
+    // The native libraries load when first needed; a missing one is said now rather than at its first batch.
+    const missing = missingNativeLibraries();
+    if (missing.length > 0) log.warn({ missing }, "native libraries are missing, so batches that need them will fail; reinstall gregor's dependencies with npm install");
   });
 }

@@ -328,6 +328,7 @@ export class LogManager {
     try {
       this.fs.syncDir(this.dataDir);
     } catch (err) {
+      const failed = new Map<PartitionLog, StorageError>();
       for (const c of created) {
         const log = out[c.index] as PartitionLog;
         this.entries.delete(c.name);
@@ -336,9 +337,10 @@ export class LogManager {
         } catch {
           // already failing: the sync error is the one to report
         }
-        out[c.index] = new StorageError(`cannot sync ${this.dataDir} after creating ${c.name}: ${(err as Error).message}`, { cause: err });
+        failed.set(log, new StorageError(`cannot sync ${this.dataDir} after creating ${c.name}: ${(err as Error).message}`, { cause: err }));
       }
-      return out;
+      // A partition named twice got the same new log at both places.
+      return out.map((r) => (r instanceof Error ? r : (failed.get(r) ?? r)));
     }
     let cleanerChanged = false;
     // A checkpoint entry can only be a leftover of an earlier log of that name.

@@ -29,6 +29,27 @@ describe('BufferPool', () => {
     expect(d.every((x) => x === 9)).toBe(true);
   });
 
+  it('serves a consumer that gives each piece back before taking the next from one slab', () => {
+    const pool = new BufferPool(1024, 2);
+    const slabs = new Set<ArrayBufferLike>();
+    for (let i = 0; i < 20; i++) {
+      const piece = pool.take(300);
+      slabs.add(piece.buffer);
+      pool.release(piece);
+    }
+    expect(slabs.size).toBe(1);
+  });
+
+  it('reuses a full slab whose pieces all came back instead of allocating a new one', () => {
+    const pool = new BufferPool(1024, 2);
+    const a = pool.take(500);
+    const b = pool.take(500);
+    pool.release(a);
+    pool.release(b); // the slab is still the one pieces are cut from
+    const c = pool.take(500); // the slab is empty again: no new one
+    expect(c.buffer).toBe(a.buffer);
+  });
+
   it('gives requests above half a slab buffers of their own, which release ignores', () => {
     const pool = new BufferPool(1024, 2);
     const big = pool.take(600);

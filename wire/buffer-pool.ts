@@ -51,6 +51,7 @@ export class BufferPool {
     if (size === 0 || size > this.slabBytes / 2) return Buffer.allocUnsafe(size);
     let slab = this.current;
     if (slab === null || slab.used + size > this.slabBytes) {
+      this.current = null;
       if (slab !== null) this.retire(slab);
       slab = this.free.pop() ?? { mem: Buffer.allocUnsafeSlow(this.slabBytes), used: 0, leases: 0, retired: false };
       slab.used = 0;
@@ -67,7 +68,11 @@ export class BufferPool {
       if (done) return;
       done = true;
       owner.leases--;
-      if (owner.retired && owner.leases === 0) this.recycle(owner);
+      if (owner.leases > 0) return;
+      if (owner.retired) this.recycle(owner);
+      // Nothing cut from the slab in use is out any more: cut again from its start,
+      // so that a consumer fetching one answer at a time keeps using the same memory.
+      else if (this.current === owner) owner.used = 0;
     });
     return buf;
   }

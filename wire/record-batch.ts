@@ -4,7 +4,7 @@
  * as one block when the codec bits are set.
  */
 import { Compression, compress, decompress, isKnownCompression } from './compression.js';
-import { crc32 } from './native.js';
+import { NativeLibraryError, crc32 } from './native.js';
 import { Reader } from './reader.js';
 import { Writer } from './writer.js';
 
@@ -239,6 +239,8 @@ export function recordsPayload(buf: Buffer, at: number, size: number): Buffer | 
   try {
     return decompress(codec, raw);
   } catch (e) {
+    // A codec that cannot load says nothing about the batch: the caller's error, not CORRUPT_MESSAGE.
+    if (e instanceof NativeLibraryError) throw e;
     return `cannot decompress ${Compression[codec]} records: ${(e as Error).message}`;
   }
 }

@@ -181,10 +181,14 @@ export class Writer {
     return this.uvarint(v.length + 1).attach(v);
   }
 
-  /** Bytes written from `pos` position `start` on, attached buffers included. */
+  /**
+   * Bytes written from `pos` position `start` on, counting the buffers
+   * attached after that position (one attached right at `start` came before
+   * whatever was then written there).
+   */
   lengthSince(start: number): number {
     let n = this.pos - start;
-    for (const a of this.attached) if (a.at >= start) n += a.buf.length;
+    for (const a of this.attached) if (a.at > start) n += a.buf.length;
     return n;
   }
 
