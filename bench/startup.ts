@@ -357,20 +357,36 @@ function parseRuns(argv: readonly string[]): number {
   return runs;
 }
 
+/** The repository root, once dist/ is known to be built. */
+function builtRoot(): string {
+  const root = repoRoot();
+  if (!existsSync(join(root, 'dist', 'gregor.cjs'))) throw new Error('dist/ is not built; run `npm run build` first');
+  return root;
+}
+
+/**
+ * One untimed warm-up of each subject (it also records the broker's answers,
+ * which the floor server replays), then `runs` runs of the broker and the
+ * floor, alternating so that both see the same machine load.
+ */
+async function measure(root: string, runs: number, onRun?: (i: number) => void): Promise<{ gregor: Sample[]; floor: Sample[] }> {
+  const warm = await runGregor(root);
+  await runFloor(warm.apiVersionsBody, warm.metadataBody);
+  const gregor: Sample[] = [];
+  const floor: Sample[] = [];
+  for (let i = 0; i < runs; i++) {
+    gregor.push((await runGregor(root)).sample);
+    floor.push(await runFloor(warm.apiVersionsBody, warm.metadataBody));
+    onRun?.(i);
+  }
+  return { gregor, floor };
+}
+
 /** Start-up and idle memory as BenchRows: medians over 3 runs (quick) or 10 (full), gregor beside the node floor and, when asked, Kafka. */
 export const run: BenchModule = async (opts) => {
   try {
-    const root = repoRoot();
-    if (!existsSync(join(root, 'dist', 'gregor.cjs'))) throw new Error('dist/ is not built; run `npm run build` first');
     const runs = opts.quick ? 3 : 10;
-    const warm = await runGregor(root);
-    await runFloor(warm.apiVersionsBody, warm.metadataBody);
-    const gregor: Sample[] = [];
-    const floor: Sample[] = [];
-    for (let i = 0; i < runs; i++) {
-      gregor.push((await runGregor(root)).sample);
-      floor.push(await runFloor(warm.apiVersionsBody, warm.metadataBody));
-    }
+    const { gregor, floor } = await measure(builtRoot(), runs);
     const med = (xs: Sample[], f: (s: Sample) => number): number => stats(xs.map(f)).median;
     const note = `median of ${runs} runs`;
     const rows: BenchRow[] = [];
@@ -404,23 +420,13 @@ export const run: BenchModule = async (opts) => {
 
 async function main(): Promise<void> {
   const runs = parseRuns(process.argv.slice(2));
-  const root = repoRoot();
-  if (!existsSync(join(root, 'dist', 'gregor.cjs'))) throw new Error('dist/ is not built; run `npm run build` first');
+  const root = builtRoot();
   const cpu = cpus();
   console.log(`gregor start-up benchmark: ${runs} runs (after one untimed warm-up of each subject)`);
   console.log(`node ${process.version}, ${platform()} ${arch()}, ${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown'}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB memory`);
-
-  // The warm-up also records the broker's answers, which the floor server replays.
-  const warm = await runGregor(root);
-  await runFloor(warm.apiVersionsBody, warm.metadataBody);
-
-  const gregor: Sample[] = [];
-  const floor: Sample[] = [];
-  for (let i = 0; i < runs; i++) {
-    gregor.push((await runGregor(root)).sample);
-    floor.push(await runFloor(warm.apiVersionsBody, warm.metadataBody));
+  const { gregor, floor } = await measure(root, runs, (i) => {
     if (process.stderr.isTTY) process.stderr.write(`run ${i + 1}/${runs} done\r`);
-  }
+  });
   if (process.stderr.isTTY) process.stderr.write('\n');
 
   const rows: [string, number[], number][] = [
