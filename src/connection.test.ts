@@ -9,6 +9,7 @@ import { finishFrame, startRequest } from '../wire/headers.js';
 import { NO_RESPONSE, defineHandler, type ApiHandler } from '../api/handler.js';
 import { testServices } from '../api/test-services.js';
 import { Connection } from './connection.js';
+import { fetchBuffers } from '../wire/buffer-pool.js';
 
 /**
  * A stand-in API on key 3 (Metadata's schema): the requested topic name says how
@@ -224,5 +225,65 @@ describe('Connection draining for shutdown', () => {
     expect(got.frames.map((f) => f[0])).toEqual([1]);
     expect(handled).toEqual(['sleep:150']);
     conn!.close('test over');
+  });
+});
+
+describe('Connection sending pooled fetch bytes', () => {
+  it('gives the pooled bytes of an answer back only once the socket has taken them all, and they arrive intact', async () => {
+    // A Fetch-shaped answer whose records are pooled pieces, as the Fetch handler makes
+    // them: 16 MiB in all, more than loopback socket buffers take from a client not reading.
+    const size = 1 << 20;
+    const partitions = 16;
+    const pieces: Buffer[] = [];
+    const fetchLike: ApiHandler = defineHandler<any, any>({
+      apiKey: 1,
+      name: 'FetchLike',
+      request: MESSAGES.FetchRequest!,
+      response: MESSAGES.FetchResponse!,
+      minVersion: 4,
+      maxVersion: 4,
+      handle() {
+        const parts = Array.from({ length: partitions }, (_, p) => {
+          const piece = fetchBuffers.take(size);
+          for (let i = 0; i < size; i++) piece[i] = (i + p) % 251;
+          pieces.push(piece);
+          return { partitionIndex: p, highWatermark: 1n, lastStableOffset: 1n, abortedTransactions: null, records: piece };
+        });
+        return { throttleTimeMs: 0, responses: [{ topic: 't', partitions: parts }] };
+      },
+      errorResponse: () => ({ throttleTimeMs: 0, responses: [] }),
+    });
+    const port = await serve([fetchLike]);
+    const s = await connect(port);
+    s.pause(); // a client that does not read yet: the answer cannot all leave
+    const w = new Writer();
+    const start = startRequest(w, { apiKey: 1, apiVersion: 4, correlationId: 9, clientId: 't' }, 1);
+    codecFor(MESSAGES.FetchRequest!, 4).encode(w, { replicaId: -1, maxWaitMs: 0, minBytes: 0, maxBytes: 1 << 30, isolationLevel: 0, topics: [] });
+    finishFrame(w, start);
+    s.write(w.finish());
+    await new Promise((r) => setTimeout(r, 300));
+    expect(pieces).toHaveLength(partitions);
+    // Still queued in the socket: none is back in the pool, so nothing else can be read into them.
+    for (const piece of pieces) expect(fetchBuffers.releaserOf(piece)).not.toBeNull();
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let expected = Infinity;
+    s.on('data', (d: Buffer) => {
+      chunks.push(d);
+      total += d.length;
+      if (expected === Infinity && total >= 4) expected = 4 + Buffer.concat(chunks).readInt32BE(0);
+    });
+    s.resume();
+    const until = Date.now() + 10_000;
+    while (Date.now() < until && total < expected) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 50));
+    for (const piece of pieces) expect(fetchBuffers.releaserOf(piece)).toBeNull();
+    const frame = Buffer.concat(chunks);
+    const res = codecFor<any>(MESSAGES.FetchResponse!, 4).decode(new Reader(frame.subarray(8))); // after size and correlation id
+    expect(res.responses[0].partitions).toHaveLength(partitions);
+    res.responses[0].partitions.forEach((p: { records: Buffer }, n: number) => {
+      expect(p.records.length).toBe(size);
+      expect(p.records.every((b, i) => b === (i + n) % 251)).toBe(true);
+    });
   });
 });
