@@ -142,23 +142,27 @@ export async function awaitWritable(host: string, port: number, topic: string, p
 
 // ---------------------------------------------------------------- produce
 
-export interface ProduceResult {
-  /** Records acknowledged in the measured window (after the warm-up). */
+/** What a produce or consume load measured. */
+export interface LoadResult {
+  /** Records acknowledged (produce: in the measured window, after the warm-up) or read. */
   readonly records: number;
-  /** Batch bytes (records included, request framing not) acknowledged in the window. */
+  /** Batch bytes (records included, request framing not) those records took. */
   readonly bytes: number;
   readonly requests: number;
   readonly elapsedMs: number;
   readonly recordsPerSec: number;
   readonly mbPerSec: number;
-  /** Error code name -> partitions answered with it (warm-up included). */
+  /** Error code name -> partitions answered with it (produce: warm-up included). */
   readonly errors: ReadonlyMap<string, number>;
   /** Answers with throttleTimeMs > 0. */
   readonly throttled: number;
-  /** Records acknowledged per partition, warm-up included: what a consumer will find. */
-  readonly ackedPerPartition: readonly number[];
   /** Requests that failed at the connection level (closed, undecodable). */
   readonly failures: readonly string[];
+}
+
+export interface ProduceResult extends LoadResult {
+  /** Records acknowledged per partition, warm-up included: what a consumer will find. */
+  readonly ackedPerPartition: readonly number[];
 }
 
 export interface ProduceOptions extends LoadSettings {
@@ -304,16 +308,7 @@ export interface ConsumeOptions {
   readonly maxMs?: number;
 }
 
-export interface ConsumeResult {
-  readonly records: number;
-  readonly bytes: number;
-  readonly requests: number;
-  readonly elapsedMs: number;
-  readonly recordsPerSec: number;
-  readonly mbPerSec: number;
-  readonly errors: ReadonlyMap<string, number>;
-  readonly throttled: number;
-  readonly failures: readonly string[];
+export interface ConsumeResult extends LoadResult {
   /** Whether maxMs ended the pass before every target was read. */
   readonly cut: boolean;
 }
