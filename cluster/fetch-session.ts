@@ -23,7 +23,7 @@
  * gives way to a follower's. Everything runs on the event loop, so nothing here
  * needs a lock.
  */
-import { randomInt } from 'node:crypto';
+import { crypto } from '../wire/builtins.js';
 import { ErrorCode } from '../wire/errors.js';
 import { ZERO_UUID } from '../wire/uuid.js';
 
@@ -309,7 +309,7 @@ class FetchSessionCacheShard {
     const low = Math.max(1, this.shardNum * this.sessionIdRange);
     const high = (this.shardNum + 1) * this.sessionIdRange;
     for (;;) {
-      const id = randomInt(low, high);
+      const id = crypto().randomInt(low, high);
       if (!this.sessions.has(id) && id !== INVALID_SESSION_ID) return id;
     }
   }

@@ -14,7 +14,7 @@
  *                       unloaded); nothing more happens to it
  * Transitions are checked against VALID_PREVIOUS_STATES; any other is a bug.
  */
-import { randomUUID } from 'node:crypto';
+import { crypto } from '../wire/builtins.js';
 import { ErrorCode } from '../wire/errors.js';
 import { subscribedTopicsOf } from './group-records.js';
 
@@ -288,7 +288,7 @@ export class ClassicGroup {
 
   /** Kafka's member id form: the group instance id or the client id, a dash, a random UUID. */
   generateMemberId(clientId: string, groupInstanceId: string | null): string {
-    return `${groupInstanceId ?? clientId}-${randomUUID()}`;
+    return `${groupInstanceId ?? clientId}-${crypto().randomUUID()}`;
   }
 
   /**

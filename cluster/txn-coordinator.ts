@@ -204,7 +204,8 @@ export class TransactionCoordinator {
   start(): this {
     if (this.started || this.stopped) return this;
     this.started = true;
-    this.producerIds.start();
+    // No producer id block yet: the first InitProducerId asks for one, as Kafka's
+    // broker does, so that a broker's start never waits on the block's write.
     this.applyImage(this.metadata.image());
     this.unsubscribe = this.metadata.subscribe((image) => this.applyImage(image));
     this.scheduleAbortTimedOut();

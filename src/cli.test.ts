@@ -311,11 +311,11 @@ describe('gregor restart', () => {
 describe('the built bundle', () => {
   it('loads with the code cache the build wrote beside it, which V8 accepts', async () => {
     // A child process, as bin/gregor runs: the test runner's own flags must not decide.
-    const probe = `import { loadBundle } from ${JSON.stringify(join(root, 'bin', 'load-bundle.mjs'))};
+    const probe = `const { loadBundle } = require(${JSON.stringify(join(root, 'bin', 'load-bundle.cjs'))});
 const { exports, script } = loadBundle();
 console.log(JSON.stringify({ rejected: script.cachedDataRejected ?? null, main: typeof exports.main }));`;
     const { execFileSync } = await import('node:child_process');
-    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', probe], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } }).trim()) as { rejected: boolean | null; main: string };
+    const out = JSON.parse(execFileSync(process.execPath, ['-e', probe], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } }).trim()) as { rejected: boolean | null; main: string };
     expect(out).toEqual({ rejected: false, main: 'function' });
   });
 });

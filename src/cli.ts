@@ -27,6 +27,9 @@ sets log.dirs), then flags.
   gregor version         print the version
   gregor help            this text`;
 
+/** How long after start the broker checks that its native libraries are installed. */
+const NATIVE_CHECK_DELAY_MS = 200;
+
 export class UsageError extends Error {}
 
 export interface StartArgs {
@@ -167,8 +170,11 @@ export async function main(argv: readonly string[]): Promise<number> {
       },
       'gregor ready',
     );
-    // The native libraries load when first needed; a missing one is said now rather than at its first batch.
-    const missing = missingNativeLibraries();
-    if (missing.length > 0) log.warn({ missing }, "native libraries are missing, so batches that need them will fail; reinstall gregor's dependencies with npm install");
+    // The native libraries load when first needed; a missing one is said soon after start rather than at its
+    // first batch, though not before the first requests (resolving the four packages takes a few milliseconds).
+    setTimeout(() => {
+      const missing = missingNativeLibraries();
+      if (missing.length > 0) log.warn({ missing }, "native libraries are missing, so batches that need them will fail; reinstall gregor's dependencies with npm install");
+    }, NATIVE_CHECK_DELAY_MS).unref();
   });
 }

@@ -46,9 +46,8 @@
  * the logs themselves: a timer tick runs between two requests, never inside
  * one.
  */
-import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { crypto, fsPromises } from '../wire/builtins.js';
 import { readCleanerOffsetCheckpoint, type TopicPartitionOffset, writeCleanerOffsetCheckpoint } from './checkpoint.js';
 import { LogCleaner, type CleanStep } from './cleaner.js';
 import { type Fs, nodeFs } from './fs.js';
@@ -378,7 +377,7 @@ export class LogManager {
       // The data is going; a log that cannot sync on its way out does not stop that.
       this.logger.warn({ topic, partition, err }, 'error closing a log being deleted');
     }
-    const target = join(this.dataDir, `${name}.${randomUUID().replace(/-/g, '')}${DELETE_SUFFIX}`);
+    const target = join(this.dataDir, `${name}.${crypto().randomUUID().replace(/-/g, '')}${DELETE_SUFFIX}`);
     try {
       this.fs.rename(entry.dir, target);
       this.fs.syncDir(this.dataDir);
@@ -707,7 +706,7 @@ export class LogManager {
     if (this.closed) return;
     const t = setTimeout(() => {
       this.delayedDeletes.delete(path);
-      const p = rm(path, { recursive: true, force: true }).then(
+      const p = fsPromises().rm(path, { recursive: true, force: true }).then(
         () => this.logger.info({ dir: path }, 'deleted log directory'),
         (err: unknown) => this.logger.warn({ dir: path, err }, 'cannot remove deleted log directory; it is tried again on the next start'),
       );

@@ -3,9 +3,9 @@
  * straight-line pass. Every function throws on corrupt input; callers that handle
  * untrusted bytes catch and turn the failure into an error code.
  */
-import { gunzipSync, gzipSync } from 'node:zlib';
 import type { Decoder as ZstdDecoder, Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
 import { decodeLz4Frame } from './lz4.js';
+import { zlib } from './builtins.js';
 import { lz4, snappy, zstd } from './native.js';
 
 /** The codec ids of the low three attribute bits, shared by every message format. */
@@ -50,7 +50,7 @@ export function compress(codec: Compression, data: Buffer, level?: number): Buff
     case Compression.None:
       return data;
     case Compression.Gzip:
-      return level === undefined ? gzipSync(data) : gzipSync(data, { level });
+      return level === undefined ? zlib().gzipSync(data) : zlib().gzipSync(data, { level });
     case Compression.Snappy:
       return xerialCompress(data);
     case Compression.Lz4:
@@ -85,7 +85,7 @@ export function decompress(codec: Compression, data: Buffer): Buffer {
     case Compression.None:
       return data;
     case Compression.Gzip:
-      return gunzipSync(data, { maxOutputLength: MAX_DECOMPRESSED_BYTES });
+      return zlib().gunzipSync(data, { maxOutputLength: MAX_DECOMPRESSED_BYTES });
     case Compression.Snappy:
       return snappyDecompress(data);
     case Compression.Lz4:

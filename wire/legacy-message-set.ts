@@ -3,7 +3,7 @@
  * into one RecordBatch v2 so that the log stores a single format; and the way
  * back for old consumers (Fetch v0-v3), as Kafka's broker down-converts.
  */
-import CRC32 from 'crc-32';
+import { zlib } from './builtins.js';
 import { Compression, compress, decompress, isKnownCompression } from './compression.js';
 import { LZ4_FRAME_MAGIC, xxh32 } from './lz4.js';
 import {
@@ -100,7 +100,7 @@ function parseInto(buf: Buffer, wrapper: Wrapper | null, out: LegacyMessage[], c
     if (magic !== 0 && magic !== 1) return `magic ${magic} at byte ${pos}${where}`;
     if (magic === 1 && size < MIN_MESSAGE_V1) return `magic 1 message of ${size} bytes at byte ${pos}${where}`;
     const crc = buf.readUInt32BE(m);
-    if (crc !== CRC32.buf(buf.subarray(m + 4, end)) >>> 0) return `CRC mismatch in message at byte ${pos}${where}`;
+    if (crc !== zlib().crc32(buf.subarray(m + 4, end))) return `CRC mismatch in message at byte ${pos}${where}`;
     const attributes = buf[m + 5]!;
     let p = m + 6;
     let timestamp = NO_TIMESTAMP;
@@ -193,7 +193,7 @@ function writeMessage(
   b.writeInt32BE(value === null ? -1 : value.length, p);
   p += 4;
   if (value !== null) value.copy(b, p);
-  b.writeUInt32BE(CRC32.buf(b.subarray(ENTRY_OVERHEAD + 4)) >>> 0, ENTRY_OVERHEAD);
+  b.writeUInt32BE(zlib().crc32(b.subarray(ENTRY_OVERHEAD + 4)), ENTRY_OVERHEAD);
   out.push(b);
   return b.length;
 }

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { crypto } from './builtins.js';
 
 /** The all-zero id, meaning "no id". */
 export const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA';
@@ -12,7 +12,7 @@ export const METADATA_TOPIC_UUID = 'AAAAAAAAAAAAAAAAAAAAAQ';
  */
 export function randomUuid(): string {
   for (;;) {
-    const b = randomBytes(16);
+    const b = crypto().randomBytes(16);
     b[6] = (b[6]! & 0x0f) | 0x40;
     b[8] = (b[8]! & 0x3f) | 0x80;
     const id = b.toString('base64url');

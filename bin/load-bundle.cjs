@@ -7,15 +7,15 @@
  * more than the source's length); otherwise, and with a cache V8 rejects (from
  * another Node version), the bundle is compiled from source as usual.
  */
-import { isAscii } from 'node:buffer';
-import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { Module, createRequire } from 'node:module';
-import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Script, constants } from 'node:vm';
+'use strict';
+const { isAscii } = require('node:buffer');
+const { readFileSync, renameSync, rmSync, statSync, writeFileSync } = require('node:fs');
+const { Module, createRequire } = require('node:module');
+const { dirname, join } = require('node:path');
+const { Script, constants } = require('node:vm');
 
-export const bundlePath = fileURLToPath(new URL('../dist/gregor.cjs', import.meta.url));
-export const codeCachePath = `${bundlePath}.cache`;
+const bundlePath = join(__dirname, '..', 'dist', 'gregor.cjs');
+const codeCachePath = `${bundlePath}.cache`;
 const stampPath = `${codeCachePath}.json`;
 
 /** What the cache was made from: the bundle's size and modification time. */
@@ -61,7 +61,7 @@ function run(script) {
 }
 
 /** The bundle's exports, and the compiled script. */
-export function loadBundle() {
+function loadBundle() {
   const { source, cachedData } = readBundle();
   const script = compile(source, cachedData);
   return { exports: run(script), script };
@@ -76,7 +76,7 @@ export function loadBundle() {
  * identifiers, and the bundle loads as a one-byte string. A non-ASCII
  * character after a backslash fails the build instead of being rewritten.
  */
-export function writeCodeCache() {
+function writeCodeCache() {
   rmSync(stampPath, { force: true });
   rmSync(codeCachePath, { force: true });
   const source = readFileSync(bundlePath, 'utf8');
@@ -91,4 +91,6 @@ export function writeCodeCache() {
   writeFileSync(stampPath, JSON.stringify(stampOf(statSync(bundlePath))));
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--write-code-cache') writeCodeCache();
+module.exports = { bundlePath, codeCachePath, loadBundle, writeCodeCache };
+
+if (require.main === module && process.argv[2] === '--write-code-cache') writeCodeCache();
