@@ -10,7 +10,7 @@ import { MetadataRequest } from '../wire/messages/metadata-request.js';
 import { MetadataResponse, type MetadataResponseBroker, type MetadataResponseTopic } from '../wire/messages/metadata-response.js';
 import { ErrorCode } from '../wire/errors.js';
 import { ZERO_UUID } from '../wire/reader.js';
-import { endpointFor, type MetadataImage, type TopicImage } from '../cluster/metadata-image.js';
+import { endpointFor, type MetadataImage, type PartitionState, type TopicImage } from '../cluster/metadata-image.js';
 import { autoCreateTopic } from './auto-create.js';
 import { defineHandler, type RequestContext } from './handler.js';
 
@@ -33,6 +33,8 @@ function brokersOf(image: MetadataImage, listener: string): MetadataResponseBrok
   return out;
 }
 
+const leaderAlive = (p: PartitionState): boolean => p.leader >= 0 && !p.offlineReplicas.includes(p.leader);
+
 function describeTopic(t: TopicImage, includeOps: boolean): MetadataResponseTopic {
   return {
     errorCode: ErrorCode.NONE,
@@ -40,9 +42,10 @@ function describeTopic(t: TopicImage, includeOps: boolean): MetadataResponseTopi
     topicId: t.topicId,
     isInternal: t.internal,
     partitions: t.partitions.map((p) => ({
-      errorCode: ErrorCode.NONE,
+      // As Kafka: a partition whose leader is none or a broker that is gone has no leader to name.
+      errorCode: leaderAlive(p) ? ErrorCode.NONE : ErrorCode.LEADER_NOT_AVAILABLE,
       partitionIndex: p.partition,
-      leaderId: p.leader,
+      leaderId: leaderAlive(p) ? p.leader : -1,
       leaderEpoch: p.leaderEpoch,
       replicaNodes: [...p.replicas],
       isrNodes: [...p.isr],

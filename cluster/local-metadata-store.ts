@@ -11,6 +11,7 @@ import { readFileIfExists, writeFileAtomic } from '../storage/atomic-file.js';
 import {
   buildImage,
   PRODUCER_ID_BLOCK_SIZE,
+  TopicExistsError,
   UnknownTopicError,
   type BrokerRegistration,
   type DynamicBrokerConfigs,
@@ -55,7 +56,6 @@ interface StoredBrokerConfigs {
   perBroker: Record<string, Record<string, string>>;
 }
 
-export class TopicExistsError extends Error {}
 
 function withLeaderEpochsBumped(stored: StoredMetadata, by: number): StoredMetadata {
   return {

@@ -78,6 +78,9 @@ export type TopicRef = { readonly name: string } | { readonly topicId: string };
 /** The store was asked to change a topic that is not (or no longer) in the image. */
 export class UnknownTopicError extends Error {}
 
+/** The store was asked to create a topic whose name, or its '.'/'_' collision key, is taken. */
+export class TopicExistsError extends Error {}
+
 /** Where images come from: the local file store for one broker, etcd for a cluster. */
 export interface MetadataStore {
   image(): MetadataImage;

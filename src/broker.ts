@@ -9,7 +9,9 @@ import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { BrokerConfigs, followTopicLogConfigs, topicLogConfigs, type StaticBrokerConfig } from '../cluster/broker-configs.js';
 import { LocalMetadataStore } from '../cluster/local-metadata-store.js';
+import type { EtcdMetadataStore } from '../cluster/etcd-metadata-store.js';
 import type { Endpoint, MetadataStore } from '../cluster/metadata-image.js';
+import { randomUuid } from '../wire/uuid.js';
 import { ReplicaManager } from '../cluster/replica-manager.js';
 import { GroupCoordinator } from '../cluster/group-coordinator.js';
 import { replicaOffsetsStore } from '../cluster/group-store.js';
@@ -76,6 +78,7 @@ export class Broker {
     let identity: DirIdentity;
     let advertised: Endpoint[];
     let store: MetadataStore | undefined;
+    let etcd: EtcdMetadataStore | undefined;
     let logs: LogManager;
     const staticConfig = staticBrokerConfig(config);
     try {
@@ -86,9 +89,23 @@ export class Broker {
         const host = spec.host === '' || spec.host === '0.0.0.0' || spec.host === '::' ? hostname() : spec.host;
         return { listener: spec.name, host, port };
       });
+      const self = { nodeId: config.nodeId, rack: config.rack, endpoints: advertised };
+      if (config.metadata.kind === 'etcd') {
+        // Loaded only here: a broker on the local store never pays for the etcd client.
+        const { EtcdMetadataStore } = await import('../cluster/etcd-metadata-store.js');
+        try {
+          etcd = await EtcdMetadataStore.connect(
+            { endpoints: config.metadata.endpoints, root: config.metadata.root, sessionTimeoutMs: config.brokerSessionTimeoutMs, log },
+            randomUuid(),
+          );
+        } catch (err) {
+          throw new StartError(`${(err as Error).message}; start etcd first, or leave metadata.store at local`);
+        }
+        store = etcd;
+      }
       try {
-        identity = loadOrCreateIdentity(dataDir, config.nodeId);
-        store = new LocalMetadataStore(dataDir, identity.clusterId, { nodeId: config.nodeId, rack: config.rack, endpoints: advertised });
+        identity = loadOrCreateIdentity(dataDir, config.nodeId, etcd?.clusterId);
+        store ??= new LocalMetadataStore(dataDir, identity.clusterId, self);
         // Logs that were not closed cleanly recover here, before any client is served,
         // each with its topic's config (static and dynamic broker defaults, topic overrides).
         const view = BrokerConfigs.of(store.image(), staticConfig, config.nodeId);
@@ -139,6 +156,15 @@ export class Broker {
     };
     const dispatch: Dispatch = { handlers: handlerTable(HANDLERS), services };
     for (const b of bound) b.server.on('connection', (socket) => broker.accept(socket, b.spec.name, dispatch));
+    if (etcd) {
+      // Last: once registered, the other brokers and the controller count on this one serving.
+      try {
+        await etcd.register({ nodeId: config.nodeId, rack: config.rack, endpoints: advertised }, identity.directoryId);
+      } catch (err) {
+        await broker.stop();
+        throw new StartError((err as Error).message);
+      }
+    }
     return broker;
   }
 

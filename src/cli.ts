@@ -1,7 +1,7 @@
 /**
  * bin/gregor. The contract other tools rely on:
  *   gregor start [--config FILE] [--listen HOST:PORT] [--advertise HOST:PORT]
- *                [--data-dir DIR] [--broker-id N] [--override key=value]...
+ *                [--data-dir DIR] [--broker-id N] [--metadata STORE] [--override key=value]...
  * It logs where it listens and where the data lives once it is ready. A bad flag,
  * an unknown config key or a port in use exits non-zero before anything starts.
  */
@@ -18,6 +18,8 @@ const USAGE = `usage: gregor start [options]
   --advertise HOST:PORT  address given to clients (sets advertised.listeners)
   --data-dir DIR         data directory (sets log.dirs)
   --broker-id N          broker id (sets node.id)
+  --metadata STORE       local (default), or etcd://HOST:PORT[,HOST:PORT...] to join
+                         the cluster whose metadata that etcd holds (sets metadata.store)
   --override KEY=VALUE   any config key; repeatable
   --log-level LEVEL      trace, debug, info, warn or error (default info)
 
@@ -57,6 +59,7 @@ export function parseStartArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
       case '--listen': flags.push(['listeners', `PLAINTEXT://${hostPort(value(), name)}`]); break;
       case '--advertise': flags.push(['advertised.listeners', `PLAINTEXT://${hostPort(value(), name)}`]); break;
       case '--data-dir': flags.push(['log.dirs', value()]); break;
+      case '--metadata': flags.push(['metadata.store', value()]); break;
       case '--broker-id': {
         const v = value();
         if (!/^\d+$/.test(v)) throw new UsageError(`--broker-id needs a non-negative whole number, not "${v}"`);

@@ -259,3 +259,22 @@ describe('data directory', () => {
     expect(resolveConfig([flags(values)]).dataDir).toBe(expected);
   });
 });
+
+describe('metadata.store', () => {
+  it('is the local store by default, and etcd with its endpoints and root when asked', () => {
+    expect(resolveConfig([]).metadata).toEqual({ kind: 'local' });
+    expect(resolveConfig([flags({ 'metadata.store': 'etcd://10.0.0.1:2379, etcd-2:2379,[::1]:2380' })]).metadata).toEqual({
+      kind: 'etcd',
+      endpoints: ['10.0.0.1:2379', 'etcd-2:2379', '[::1]:2380'],
+      root: '/gregor/',
+    });
+    expect(resolveConfig([flags({ 'metadata.store': 'etcd://h:1', 'metadata.etcd.root': '/team-a/' })]).metadata).toMatchObject({ root: '/team-a/' });
+    expect(resolveConfig([]).brokerSessionTimeoutMs).toBe(9000);
+  });
+
+  it('refuses what is neither, an endpoint without a port, and a root that is not a /path/', () => {
+    expect(configError(() => resolveConfig([flags({ 'metadata.store': 'zookeeper://h:2181' })])).message).toContain('neither local nor etcd://');
+    expect(configError(() => resolveConfig([flags({ 'metadata.store': 'etcd://h' })])).message).toContain('"h" is not HOST:PORT');
+    expect(configError(() => resolveConfig([flags({ 'metadata.store': 'etcd://h:1', 'metadata.etcd.root': 'gregor' })])).message).toContain('must start and end with "/"');
+  });
+});

@@ -26,6 +26,9 @@ export const CONFIG_DEFS = {
   'node.id': { kind: 'int', default: '1', doc: 'This broker\'s id.', min: 0 },
   'broker.id': { kind: 'int', default: null, doc: 'Older name of node.id; used when node.id is not set.', min: 0 },
   'broker.rack': { kind: 'string', default: null, doc: 'Rack of this broker, reported in Metadata.' },
+  'metadata.store': { kind: 'string', default: 'local', doc: 'Where cluster metadata lives: local (this broker alone, in its data directory) or etcd://HOST:PORT[,HOST:PORT...] (a cluster of brokers sharing that etcd).' },
+  'metadata.etcd.root': { kind: 'string', default: '/gregor/', doc: 'The etcd key prefix of this cluster\'s metadata; clusters sharing one etcd each need their own.' },
+  'broker.session.timeout.ms': { kind: 'int', default: '9000', doc: 'With etcd: a broker that stops renewing its registration for this long (whole seconds) counts as gone, and its partitions get new leaders.', min: 1000 },
   'num.partitions': { kind: 'int', default: '1', doc: 'Partitions of an auto-created topic.', min: 1 },
   'default.replication.factor': { kind: 'int', default: '1', doc: 'Replication factor of an auto-created topic.', min: 1 },
   'auto.create.topics.enable': { kind: 'bool', default: 'true', doc: 'Create a topic when a client asks for an unknown one and allows it.' },
@@ -76,6 +79,8 @@ export interface BrokerConfig {
   readonly dataDir: string;
   readonly nodeId: number;
   readonly rack: string | null;
+  readonly metadata: MetadataStoreSpec;
+  readonly brokerSessionTimeoutMs: number;
   readonly numPartitions: number;
   readonly defaultReplicationFactor: number;
   readonly autoCreateTopicsEnable: boolean;
@@ -107,6 +112,9 @@ export interface BrokerConfig {
   readonly offsetsRetentionCheckIntervalMs: number;
   readonly offsetMetadataMaxBytes: number;
 }
+
+/** metadata.store: the local file store, or etcd at these HOST:PORT endpoints under `root`. */
+export type MetadataStoreSpec = { readonly kind: 'local' } | { readonly kind: 'etcd'; readonly endpoints: readonly string[]; readonly root: string };
 
 export type ConfigSource = { origin: string; values: Iterable<[string, string]> };
 
@@ -216,6 +224,8 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     dataDir,
     nodeId,
     rack: get('broker.rack'),
+    metadata: parseMetadataStore(get('metadata.store')!, get('metadata.etcd.root')!),
+    brokerSessionTimeoutMs: int('broker.session.timeout.ms'),
     numPartitions: int('num.partitions'),
     defaultReplicationFactor: int('default.replication.factor'),
     autoCreateTopicsEnable: bool('auto.create.topics.enable'),
@@ -247,4 +257,20 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     offsetsRetentionCheckIntervalMs: int('offsets.retention.check.interval.ms'),
     offsetMetadataMaxBytes: int('offset.metadata.max.bytes'),
   };
+}
+
+/**
+ * metadata.store and metadata.etcd.root. Example: ('etcd://10.0.0.1:2379,10.0.0.2:2379', '/gregor/') ->
+ * { kind: 'etcd', endpoints: ['10.0.0.1:2379', '10.0.0.2:2379'], root: '/gregor/' }.
+ */
+export function parseMetadataStore(value: string, root: string): MetadataStoreSpec {
+  if (value === 'local') return { kind: 'local' };
+  const m = /^etcd:\/\/(.+)$/.exec(value);
+  if (!m) throw new ConfigError(`metadata.store: "${value}" is neither local nor etcd://HOST:PORT[,HOST:PORT...]`);
+  const endpoints = m[1]!.split(',').map((e) => e.trim());
+  for (const e of endpoints) {
+    if (!/^(\[[^\]]+\]|[^:/\s]+):\d+$/.test(e)) throw new ConfigError(`metadata.store: "${e}" is not HOST:PORT`);
+  }
+  if (!root.startsWith('/') || !root.endsWith('/')) throw new ConfigError(`metadata.etcd.root: "${root}" must start and end with "/"`);
+  return { kind: 'etcd', endpoints, root };
 }

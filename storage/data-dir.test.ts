@@ -27,6 +27,15 @@ describe('data directory identity', () => {
     expect(() => loadOrCreateIdentity(dir, 4)).toThrow(DataDirError);
   });
 
+  it("takes a cluster's id when new, and refuses to join a directory of another cluster to it", () => {
+    const dir = tempDir();
+    expect(loadOrCreateIdentity(dir, 2, 'cluster-aaaaaaaaaaaaaa').clusterId).toBe('cluster-aaaaaaaaaaaaaa');
+    expect(loadOrCreateIdentity(dir, 2, 'cluster-aaaaaaaaaaaaaa').clusterId).toBe('cluster-aaaaaaaaaaaaaa');
+    expect(() => loadOrCreateIdentity(dir, 2, 'cluster-bbbbbbbbbbbbbb')).toThrow(/belongs to cluster cluster-aaaaaaaaaaaaaa/);
+    // Without a cluster to match (the local store), the directory's own id stands.
+    expect(loadOrCreateIdentity(dir, 2).clusterId).toBe('cluster-aaaaaaaaaaaaaa');
+  });
+
   it('gives a directory without directory.id one, and keeps it', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'meta.properties'), 'version=1\ncluster.id=abcdefghijklmnopqrstuv\nnode.id=1\n');

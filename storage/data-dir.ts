@@ -20,30 +20,37 @@ const lockedHere = new Set<string>();
 
 /**
  * Reads meta.properties, or writes a new one on first start. A directory that
- * belongs to another node id is refused rather than silently adopted.
+ * belongs to another node id is refused rather than silently adopted, and so
+ * is one of another cluster than `clusterId` (the id a cluster's metadata
+ * holds), which also becomes the id of a new directory.
  */
-export function loadOrCreateIdentity(dir: string, nodeId: number): DirIdentity {
+export function loadOrCreateIdentity(dir: string, nodeId: number, clusterId?: string): DirIdentity {
   mkdirSync(dir, { recursive: true });
   const path = join(dir, 'meta.properties');
   const text = readFileIfExists(path);
   if (text !== null) {
     const props = parseProperties(text);
     const stored = Number(props.get('node.id'));
-    const clusterId = props.get('cluster.id');
-    if (!clusterId || !Number.isInteger(stored)) {
+    const storedCluster = props.get('cluster.id');
+    if (!storedCluster || !Number.isInteger(stored)) {
       throw new DataDirError(`${path} is incomplete (needs cluster.id and node.id); restore it or point log.dirs at an empty directory`);
     }
     if (stored !== nodeId) {
       throw new DataDirError(`${dir} belongs to node.id ${stored}, but this broker is node.id ${nodeId}; use --broker-id ${stored} or another data directory`);
     }
+    if (clusterId !== undefined && storedCluster !== clusterId) {
+      throw new DataDirError(
+        `${dir} belongs to cluster ${storedCluster}, but the cluster metadata is of cluster ${clusterId}; point log.dirs at an empty directory to join this cluster, or use the metadata of the directory's own`,
+      );
+    }
     const directoryId = props.get('directory.id');
-    if (directoryId) return { clusterId, nodeId, directoryId };
+    if (directoryId) return { clusterId: storedCluster, nodeId, directoryId };
     // Older files lack directory.id; give the directory one and keep it.
-    const identity: DirIdentity = { clusterId, nodeId, directoryId: randomUuid() };
+    const identity: DirIdentity = { clusterId: storedCluster, nodeId, directoryId: randomUuid() };
     writeIdentity(path, identity);
     return identity;
   }
-  const identity: DirIdentity = { clusterId: randomUuid(), nodeId, directoryId: randomUuid() };
+  const identity: DirIdentity = { clusterId: clusterId ?? randomUuid(), nodeId, directoryId: randomUuid() };
   writeIdentity(path, identity);
   return identity;
 }

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { type Entry, EtcdLayout, assignReplicas, electLeaders, imageFromEntries } from './etcd-layout.js';
+
+const layout = new EtcdLayout('/gregor/');
+
+function entries(kvs: Record<string, unknown>): Map<string, Entry> {
+  return new Map(Object.entries(kvs).map(([k, v], i) => [k, { value: typeof v === 'string' ? v : JSON.stringify(v), modRevision: String(i + 1) }]));
+}
+
+describe('the etcd key layout', () => {
+  it('names every key under its root and reads each back', () => {
+    expect(layout.topic('orders')).toBe('/gregor/topics/orders');
+    expect(layout.kindOf(layout.topic('orders.v1_x'))).toEqual({ kind: 'topic', name: 'orders.v1_x' });
+    expect(layout.kindOf(layout.partitions('orders'))).toEqual({ kind: 'partitions', name: 'orders' });
+    expect(layout.kindOf(layout.broker(12))).toEqual({ kind: 'broker', nodeId: 12 });
+    expect(layout.kindOf(layout.brokerConfigs(null))).toEqual({ kind: 'broker-configs', nodeId: null });
+    expect(layout.kindOf(layout.brokerConfigs(3))).toEqual({ kind: 'broker-configs', nodeId: 3 });
+    expect(layout.kindOf(layout.topicConfigs('t'))).toEqual({ kind: 'topic-configs', name: 't' });
+    expect(layout.kindOf(layout.controller())).toEqual({ kind: 'controller' });
+    expect(layout.kindOf(layout.barrier(1))).toEqual({ kind: 'barrier' });
+    expect(layout.kindOf('/other/topics/orders')).toEqual({ kind: 'other' });
+    expect(layout.kindOf('/gregor/brokers/x')).toEqual({ kind: 'other' });
+    expect(() => new EtcdLayout('gregor')).toThrow(RangeError);
+  });
+
+  it('builds the image: topics with their states and configs, live brokers, the controller, offline replicas', () => {
+    const endpoints = [{ listener: 'PLAINTEXT', host: '127.0.0.1', port: 9092 }];
+    const image = imageFromEntries(
+      layout,
+      entries({
+        '/gregor/cluster-id': 'abc',
+        '/gregor/brokers/1': { rack: 'r1', endpoints, directoryId: 'd1' },
+        '/gregor/brokers/2': { rack: null, endpoints, directoryId: 'd2' },
+        '/gregor/controller': { nodeId: 2 },
+        '/gregor/topics/t': { topicId: 'AAAAAAAAAAAAAAAAAAAAAg', replicas: [[1, 3], [2, 1]] },
+        '/gregor/partitions/t': [
+          { leader: 1, leaderEpoch: 3, partitionEpoch: 5, isr: [1] },
+          { leader: 2, leaderEpoch: 0, partitionEpoch: 0, isr: [2, 1] },
+        ],
+        '/gregor/configs/topics/t': { 'retention.ms': '1000' },
+        '/gregor/configs/brokers/default': { 'log.retention.ms': '5' },
+        '/gregor/configs/brokers/2': { 'log.cleaner.threads': '2' },
+        '/gregor/topic-names/t': { name: 't' },
+        '/gregor/barriers/1': 'x',
+        '/gregor/producer-ids': '1000',
+      }),
+    );
+    expect(image.clusterId).toBe('abc');
+    expect(image.controllerId).toBe(2);
+    expect([...image.brokers.keys()]).toEqual([1, 2]);
+    expect(image.brokers.get(1)!.rack).toBe('r1');
+    const t = image.topics.get('t')!;
+    expect(image.topicsById.get('AAAAAAAAAAAAAAAAAAAAAg')).toBe(t);
+    expect(t.configs).toEqual({ 'retention.ms': '1000' });
+    expect(t.partitions).toEqual([
+      { partition: 0, leader: 1, leaderEpoch: 3, replicas: [1, 3], isr: [1], offlineReplicas: [3] },
+      { partition: 1, leader: 2, leaderEpoch: 0, replicas: [2, 1], isr: [2, 1], offlineReplicas: [] },
+    ]);
+    expect(image.dynamicBrokerConfigs.clusterDefault).toEqual({ 'log.retention.ms': '5' });
+    expect(image.dynamicBrokerConfigs.perBroker.get(2)).toEqual({ 'log.cleaner.threads': '2' });
+  });
+
+  it('has no controller and no leader where the keys are missing', () => {
+    const image = imageFromEntries(layout, entries({ '/gregor/topics/t': { topicId: 'AAAAAAAAAAAAAAAAAAAAAg', replicas: [[1]] } }));
+    expect(image.controllerId).toBe(-1);
+    expect(image.topics.get('t')!.partitions[0]).toMatchObject({ leader: -1, isr: [], offlineReplicas: [1] });
+  });
+
+  it('refuses a value that is not JSON, naming the key', () => {
+    expect(() => imageFromEntries(layout, entries({ '/gregor/topics/t': 'not json' }))).toThrow('/gregor/topics/t');
+  });
+});
+
+describe('replica placement', () => {
+  it("spreads leaders and followers as Kafka's rack-unaware assignment does", () => {
+    // Kafka's documented example: 5 brokers, 10 partitions, replication factor 3, start index 0.
+    const got = assignReplicas([0, 1, 2, 3, 4], 10, 3, 0, 0);
+    expect(got.slice(0, 5).map((r) => r[0])).toEqual([0, 1, 2, 3, 4]);
+    expect(got.slice(5).map((r) => r[0])).toEqual([0, 1, 2, 3, 4]);
+    // Second replicas by broker: broker-0 holds p4 and p8, broker-1 p0 and p9, broker-2 p1 and p5 ...
+    const second = (b: number): number[] => got.flatMap((r, p) => (r[1] === b ? [p] : []));
+    expect([0, 1, 2, 3, 4].map(second)).toEqual([[4, 8], [0, 9], [1, 5], [2, 6], [3, 7]]);
+    const third = (b: number): number[] => got.flatMap((r, p) => (r[2] === b ? [p] : []));
+    expect([0, 1, 2, 3, 4].map(third)).toEqual([[3, 7], [4, 8], [0, 9], [1, 5], [2, 6]]);
+  });
+
+  it('never puts two replicas of a partition on one broker, and refuses more replicas than brokers', () => {
+    for (const r of assignReplicas([5, 7, 9], 30, 3, 2, 4)) expect(new Set(r).size).toBe(3);
+    expect(() => assignReplicas([1, 2], 1, 3, 0, 0)).toThrow(RangeError);
+    expect(assignReplicas([4], 3, 1, 0, 0)).toEqual([[4], [4], [4]]);
+  });
+});
+
+describe('leader election by the controller', () => {
+  const state = (leader: number, isr: number[], epoch = 4) => ({ leader, leaderEpoch: epoch, partitionEpoch: epoch, isr });
+
+  it('moves leadership to the first live replica in the ISR and raises both epochs', () => {
+    expect(electLeaders([state(1, [1, 3, 2])], [[1, 2, 3]], new Set([2, 3]))).toEqual([{ leader: 2, leaderEpoch: 5, partitionEpoch: 5, isr: [3, 2] }]);
+  });
+
+  it('leaves a partition leaderless, ISR kept, when no in-sync replica is alive (never unclean)', () => {
+    expect(electLeaders([state(1, [1])], [[1, 2]], new Set([2]))).toEqual([{ leader: -1, leaderEpoch: 5, partitionEpoch: 5, isr: [1] }]);
+    // And gives it back to that replica when it returns.
+    expect(electLeaders([state(-1, [1], 5)], [[1, 2]], new Set([1, 2]))).toEqual([{ leader: 1, leaderEpoch: 6, partitionEpoch: 6, isr: [1] }]);
+  });
+
+  it('drops a gone follower from the ISR without a new leader epoch', () => {
+    expect(electLeaders([state(1, [1, 2])], [[1, 2]], new Set([1]))).toEqual([{ leader: 1, leaderEpoch: 4, partitionEpoch: 5, isr: [1] }]);
+  });
+
+  it('changes nothing when every leader is alive and every ISR member too', () => {
+    expect(electLeaders([state(1, [1]), state(-1, [3])], [[1], [3]], new Set([1, 2]))).toBeNull();
+  });
+});
