@@ -12,7 +12,7 @@
  * A store that commits asynchronously must compare-and-set instead.
  */
 import { BrokerConfigs, NO_STATIC_CONFIG } from '../cluster/broker-configs.js';
-import { UnknownTopicError } from '../cluster/metadata-image.js';
+import { ConcurrentChangeError, UnknownTopicError } from '../cluster/metadata-image.js';
 import { checkTopicConfigs } from '../storage/topic-config.js';
 import { ErrorCode } from '../wire/errors.js';
 import { invalidTopicNameMessage } from './create-topics.js';
@@ -205,6 +205,8 @@ export async function writeTopicConfigs(ctx: RequestContext, name: string, confi
     await ctx.services.metadata.alterTopicConfigs(name, configs);
   } catch (err) {
     if (err instanceof UnknownTopicError) return fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `The topic '${name}' does not exist.`);
+    // Kafka has no code for it; the message says what to do.
+    if (err instanceof ConcurrentChangeError) return fail(ErrorCode.UNKNOWN_SERVER_ERROR, err.message);
     throw err;
   }
   ctx.services.log.info({ topic: name, configs }, 'topic configs altered');
@@ -219,7 +221,12 @@ export async function writeBrokerConfigs(ctx: RequestContext, nodeId: number | n
   const check = brokerConfigs(ctx).checkDynamicChange(configs);
   if (!check.ok) return fail(check.errorCode, check.message);
   if (validateOnly) return OK;
-  await ctx.services.metadata.alterBrokerConfigs(nodeId, configs);
+  try {
+    await ctx.services.metadata.alterBrokerConfigs(nodeId, configs);
+  } catch (err) {
+    if (err instanceof ConcurrentChangeError) return fail(ErrorCode.UNKNOWN_SERVER_ERROR, err.message);
+    throw err;
+  }
   // Names only: a dynamic config may be a secret.
   ctx.services.log.info({ broker: nodeId ?? 'cluster default', names: Object.keys(configs) }, 'dynamic broker configs altered');
   return OK;

@@ -4,7 +4,7 @@ import { type Entry, EtcdLayout, assignReplicas, electLeaders, imageFromEntries 
 const layout = new EtcdLayout('/gregor/');
 
 function entries(kvs: Record<string, unknown>): Map<string, Entry> {
-  return new Map(Object.entries(kvs).map(([k, v], i) => [k, { value: typeof v === 'string' ? v : JSON.stringify(v), modRevision: String(i + 1) }]));
+  return new Map(Object.entries(kvs).map(([k, v], i) => [k, { value: typeof v === 'string' ? v : JSON.stringify(v), createRevision: String(i + 1), modRevision: String(i + 1), lease: '0' }]));
 }
 
 describe('the etcd key layout', () => {
@@ -66,8 +66,15 @@ describe('the etcd key layout', () => {
     expect(image.topics.get('t')!.partitions[0]).toMatchObject({ leader: -1, isr: [], offlineReplicas: [1] });
   });
 
-  it('refuses a value that is not JSON, naming the key', () => {
-    expect(() => imageFromEntries(layout, entries({ '/gregor/topics/t': 'not json' }))).toThrow('/gregor/topics/t');
+  it('leaves out a value that is not JSON, naming its key, and keeps the rest', () => {
+    const bad: string[] = [];
+    const image = imageFromEntries(
+      layout,
+      entries({ '/gregor/topics/t': 'not json', '/gregor/topics/u': { topicId: 'AAAAAAAAAAAAAAAAAAAAAg', replicas: [[1]] } }),
+      (k) => bad.push(k),
+    );
+    expect(bad).toEqual(['/gregor/topics/t']);
+    expect([...image.topics.keys()]).toEqual(['u']);
   });
 });
 

@@ -49,10 +49,12 @@ export interface StoredController {
   readonly nodeId: number;
 }
 
-/** A key's value and the revision that last changed it (a decimal string, as etcd gives it). */
+/** A key's value, the revisions that created and last changed it, and its lease ('0' for none): decimal strings, as etcd gives them. */
 export interface Entry {
   readonly value: string;
+  readonly createRevision: string;
   readonly modRevision: string;
+  readonly lease: string;
 }
 
 export type KeyKind =
@@ -139,21 +141,21 @@ export class EtcdLayout {
   }
 }
 
-function parse<T>(key: string, entry: Entry | undefined): T | undefined {
-  if (entry === undefined) return undefined;
-  try {
-    return JSON.parse(entry.value) as T;
-  } catch {
-    throw new Error(`etcd key ${key} does not hold JSON; it was not written by gregor`);
-  }
-}
-
 /**
  * The image that the keys under `layout.root` describe. Replicas whose broker is
  * not registered are offline. A partition whose state key is missing (never the
- * case for topics gregor wrote) has no leader.
+ * case for topics gregor wrote) has no leader. A value that is not JSON (not
+ * written by gregor) is left out and its key given to `onBadKey`.
  */
-export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string, Entry>): MetadataImage {
+export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string, Entry>, onBadKey: (key: string) => void = () => {}): MetadataImage {
+  const parse = <T>(key: string, entry: Entry): T | undefined => {
+    try {
+      return JSON.parse(entry.value) as T;
+    } catch {
+      onBadKey(key);
+      return undefined;
+    }
+  };
   const brokers: BrokerRegistration[] = [];
   const topics = new Map<string, StoredTopic>();
   const partitions = new Map<string, readonly StoredPartition[]>();
@@ -164,34 +166,34 @@ export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string
   let controllerId = -1;
   for (const [key, entry] of entries) {
     const k = layout.kindOf(key);
+    if (k.kind === 'cluster-id') {
+      clusterId = entry.value;
+      continue;
+    }
+    if (k.kind === 'other' || k.kind === 'barrier' || k.kind === 'topic-name' || k.kind === 'producer-ids') continue;
+    const v = parse<unknown>(key, entry);
+    if (v === undefined) continue;
     switch (k.kind) {
-      case 'cluster-id':
-        clusterId = entry.value;
-        break;
       case 'broker': {
-        const b = parse<StoredBroker>(key, entry)!;
+        const b = v as StoredBroker;
         brokers.push({ nodeId: k.nodeId, rack: b.rack, endpoints: b.endpoints });
         break;
       }
       case 'controller':
-        controllerId = parse<StoredController>(key, entry)!.nodeId;
+        controllerId = (v as StoredController).nodeId;
         break;
       case 'topic':
-        topics.set(k.name, parse<StoredTopic>(key, entry)!);
+        topics.set(k.name, v as StoredTopic);
         break;
       case 'partitions':
-        partitions.set(k.name, parse<StoredPartition[]>(key, entry)!);
+        partitions.set(k.name, v as StoredPartition[]);
         break;
       case 'topic-configs':
-        topicConfigs.set(k.name, parse<Record<string, string>>(key, entry)!);
+        topicConfigs.set(k.name, v as Record<string, string>);
         break;
-      case 'broker-configs': {
-        const c = parse<Record<string, string>>(key, entry)!;
-        if (k.nodeId === null) clusterDefault = c;
-        else perBroker.set(k.nodeId, c);
-        break;
-      }
-      default:
+      case 'broker-configs':
+        if (k.nodeId === null) clusterDefault = v as Record<string, string>;
+        else perBroker.set(k.nodeId, v as Record<string, string>);
         break;
     }
   }

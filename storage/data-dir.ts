@@ -18,13 +18,19 @@ export class DataDirError extends Error {}
 
 const lockedHere = new Set<string>();
 
+/** Where the cluster's metadata lives, as a data directory remembers it (meta.properties, metadata.store). */
+export type MetadataStoreKind = 'local' | 'etcd';
+
 /**
  * Reads meta.properties, or writes a new one on first start. A directory that
  * belongs to another node id is refused rather than silently adopted, and so
- * is one of another cluster than `clusterId` (the id a cluster's metadata
- * holds), which also becomes the id of a new directory.
+ * is one made with the other kind of metadata store (its logs would look
+ * stray to the other and be deleted) or of another cluster than `clusterId`
+ * (the id the cluster's metadata holds), which also becomes the id of a new
+ * directory.
  */
-export function loadOrCreateIdentity(dir: string, nodeId: number, clusterId?: string): DirIdentity {
+export function loadOrCreateIdentity(dir: string, nodeId: number, cluster: { clusterId?: string; store?: MetadataStoreKind } = {}): DirIdentity {
+  const store = cluster.store ?? 'local';
   mkdirSync(dir, { recursive: true });
   const path = join(dir, 'meta.properties');
   const text = readFileIfExists(path);
@@ -38,33 +44,41 @@ export function loadOrCreateIdentity(dir: string, nodeId: number, clusterId?: st
     if (stored !== nodeId) {
       throw new DataDirError(`${dir} belongs to node.id ${stored}, but this broker is node.id ${nodeId}; use --broker-id ${stored} or another data directory`);
     }
-    if (clusterId !== undefined && storedCluster !== clusterId) {
+    const storedStore = props.get('metadata.store') === 'etcd' ? 'etcd' : 'local';
+    if (storedStore !== store) {
       throw new DataDirError(
-        `${dir} belongs to cluster ${storedCluster}, but the cluster metadata is of cluster ${clusterId}; point log.dirs at an empty directory to join this cluster, or use the metadata of the directory's own`,
+        storedStore === 'etcd'
+          ? `${dir} belongs to a cluster whose metadata is in etcd; start with --metadata etcd://HOST:PORT of that cluster (on the local store its logs would be deleted as unknown)`
+          : `${dir} belongs to a broker on its own (local) metadata store; start without --metadata to serve it, or point log.dirs at an empty directory to join the etcd cluster`,
+      );
+    }
+    if (cluster.clusterId !== undefined && storedCluster !== cluster.clusterId) {
+      throw new DataDirError(
+        `${dir} belongs to cluster ${storedCluster}, but the metadata in etcd is of cluster ${cluster.clusterId}; check metadata.store and metadata.etcd.root, or point log.dirs at an empty directory to join this cluster`,
       );
     }
     const directoryId = props.get('directory.id');
     if (directoryId) return { clusterId: storedCluster, nodeId, directoryId };
     // Older files lack directory.id; give the directory one and keep it.
     const identity: DirIdentity = { clusterId: storedCluster, nodeId, directoryId: randomUuid() };
-    writeIdentity(path, identity);
+    writeIdentity(path, identity, store);
     return identity;
   }
-  const identity: DirIdentity = { clusterId: clusterId ?? randomUuid(), nodeId, directoryId: randomUuid() };
-  writeIdentity(path, identity);
+  const identity: DirIdentity = { clusterId: cluster.clusterId ?? randomUuid(), nodeId, directoryId: randomUuid() };
+  writeIdentity(path, identity, store);
   return identity;
 }
 
-function writeIdentity(path: string, identity: DirIdentity): void {
-  writeFileAtomic(
-    path,
-    formatProperties([
-      ['version', '1'],
-      ['cluster.id', identity.clusterId],
-      ['node.id', String(identity.nodeId)],
-      ['directory.id', identity.directoryId],
-    ]),
-  );
+function writeIdentity(path: string, identity: DirIdentity, store: MetadataStoreKind): void {
+  const props: [string, string][] = [
+    ['version', '1'],
+    ['cluster.id', identity.clusterId],
+    ['node.id', String(identity.nodeId)],
+    ['directory.id', identity.directoryId],
+  ];
+  // Kafka reads no such key; gregor writes it only for an etcd cluster's directories.
+  if (store === 'etcd') props.push(['metadata.store', 'etcd']);
+  writeFileAtomic(path, formatProperties(props));
 }
 
 /**

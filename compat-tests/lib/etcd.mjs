@@ -3,22 +3,13 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { killOnExit } from './children.mjs';
 import { freePort } from './free-port.mjs';
 
 const READY_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 10_000;
 const TAIL_CHARS = 3_000;
 
-const live = new Set();
-process.on('exit', () => {
-  for (const child of live) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-});
 
 /** The etcd binary: $ETCD, else `etcd` on PATH (Debian installs /usr/bin/etcd), or null when there is none. */
 export function etcdBinary() {
@@ -64,7 +55,7 @@ export async function startEtcd({ dataDir, clientPort, ownDataDir } = {}) {
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  live.add(child);
+  killOnExit(child);
   let out = '';
   const keep = (chunk) => {
     out = (out + chunk).slice(-64 * 1024);
@@ -72,10 +63,8 @@ export async function startEtcd({ dataDir, clientPort, ownDataDir } = {}) {
   child.stdout.setEncoding('utf8').on('data', keep);
   child.stderr.setEncoding('utf8').on('data', keep);
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => {
-    live.delete(child);
     resolve(code ?? signal);
   }));
-  child.once('error', () => live.delete(child));
 
   const deadline = Date.now() + READY_TIMEOUT_MS;
   let healthy = false;

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { killOnExit } from './children.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const GREGOR_BIN = path.join(REPO, 'bin', 'gregor');
@@ -14,17 +15,6 @@ const STOP_TIMEOUT_MS = 10_000;
 const OUTPUT_LIMIT = 256 * 1024;
 const TAIL_CHARS = 4_000;
 
-// Brokers still running when this process exits are killed so no test leaves one behind.
-const live = new Set();
-process.on('exit', () => {
-  for (const child of live) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-});
 
 function parseListen(listen) {
   const i = typeof listen === 'string' ? listen.lastIndexOf(':') : -1;
@@ -61,7 +51,7 @@ export async function startGregor({ dataDir, args = [], env = {} } = {}) {
     await removeOwnDir();
     throw err;
   }
-  live.add(child);
+  killOnExit(child);
 
   let stdout = '';
   let stderr = '';
@@ -80,14 +70,12 @@ export async function startGregor({ dataDir, args = [], env = {} } = {}) {
   let exitCode = null;
   const exited = new Promise((resolve) => {
     child.once('exit', (code, signal) => {
-      live.delete(child);
       exitCode = code ?? 128 + (signal === 'SIGKILL' ? 9 : signal === 'SIGTERM' ? 15 : 0);
       resolve(exitCode);
     });
     // A process that never started emits 'error' and no 'exit'.
     child.once('error', () => {
       if (child.pid !== undefined || exitCode !== null) return;
-      live.delete(child);
       exitCode = 127;
       resolve(exitCode);
     });
