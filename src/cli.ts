@@ -10,6 +10,8 @@ import { ConfigError, envSource, fileSource, resolveConfig, type ConfigSource } 
 import { Broker, StartError } from './broker.js';
 import { createLogger } from './logger.js';
 import { missingNativeLibraries } from '../wire/native.js';
+import { fileURLToPath } from 'node:url';
+import { DEV_CLUSTER_DEFAULTS, DevClusterError, runDevCluster, type DevClusterOptions } from './dev-cluster.js';
 
 const USAGE = `usage: gregor start [options]
 
@@ -26,6 +28,10 @@ const USAGE = `usage: gregor start [options]
 Config precedence: file, then GREGOR_* environment variables (GREGOR_LOG_DIRS
 sets log.dirs), then flags.
 
+  gregor dev-cluster [--brokers N] [--port P] [--data-dir DIR] [--etcd HOST:PORT]
+                         etcd and N brokers (default 3) on 127.0.0.1:P, P+1, ...
+                         (default 9092), data under DIR (default ./data/dev-cluster);
+                         --etcd uses a running etcd; Ctrl-C stops everything
   gregor version         print the version
   gregor help            this text`;
 
@@ -103,6 +109,69 @@ function version(): string {
   }
 }
 
+/** The bin/gregor above this module (which runs from dist/ or bundled), for the brokers a dev cluster starts. */
+function gregorBin(): string {
+  for (let dir = new URL('.', import.meta.url); ; dir = new URL('..', dir)) {
+    const candidate = new URL('bin/gregor', dir);
+    if (existsSync(candidate)) return fileURLToPath(candidate);
+    if (dir.pathname === '/') throw new Error('bin/gregor not found above the running module');
+  }
+}
+
+export function parseDevClusterArgs(argv: readonly string[]): Omit<DevClusterOptions, 'gregorBin'> {
+  const opts: { -readonly [K in keyof Omit<DevClusterOptions, 'gregorBin'>]: DevClusterOptions[K] } = { ...DEV_CLUSTER_DEFAULTS, etcd: null };
+  for (let i = 0; i < argv.length; i++) {
+    const name = argv[i]!;
+    const value = (): string => {
+      const next = argv[++i];
+      if (next === undefined || next.startsWith('--')) throw new UsageError(`${name} needs a value`);
+      return next;
+    };
+    const int = (v: string, min: number, max: number): number => {
+      if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) throw new UsageError(`${name} needs a whole number from ${min} to ${max}, not "${v}"`);
+      return Number(v);
+    };
+    switch (name) {
+      case '--brokers': opts.brokers = int(value(), 1, 32); break;
+      case '--port': opts.port = int(value(), 1, 65535); break;
+      case '--data-dir': opts.dataDir = value(); break;
+      case '--etcd': opts.etcd = hostPort(value(), name); break;
+      default: throw new UsageError(`unknown option "${name}"`);
+    }
+  }
+  if (opts.port + opts.brokers - 1 > 65535) throw new UsageError(`--port ${opts.port} leaves no room for ${opts.brokers} brokers`);
+  return opts;
+}
+
+async function devCluster(argv: readonly string[]): Promise<number> {
+  let opts: DevClusterOptions;
+  try {
+    opts = { ...parseDevClusterArgs(argv), gregorBin: gregorBin() };
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    console.error(`gregor: ${err.message}`);
+    return 2;
+  }
+  const log = createLogger({});
+  const stop = new Promise<void>((resolveStop) => {
+    let signals = 0;
+    const onSignal = (): void => {
+      if (++signals > 1) process.exit(1);
+      resolveStop();
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+  try {
+    await runDevCluster(opts, log, stop);
+    return 0;
+  } catch (err) {
+    if (!(err instanceof DevClusterError)) throw err;
+    console.error(`gregor: ${err.message}`);
+    return 1;
+  }
+}
+
 export async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === 'help' || command === '--help' || command === '-h') {
@@ -113,6 +182,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.log(version());
     return 0;
   }
+  if (command === 'dev-cluster') return devCluster(rest);
   if (command !== 'start') {
     console.error(command === undefined ? USAGE : `gregor: unknown command "${command}"\n\n${USAGE}`);
     return 2;
