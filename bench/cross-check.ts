@@ -1,6 +1,6 @@
 /**
  * Cross-check: throughput figures from load generators that are not ours,
- * so that the other benchmarks' figures do not rest on bench/wire-client.ts
+ * so that the other benchmarks' figures do not rest on cluster/kafka-connection.ts
  * alone. Each tool is run against gregor and (with --full) against the
  * reference Apache Kafka broker, on a fresh broker per subject, each tool on
  * its own topic of one partition made beforehand.
@@ -32,7 +32,7 @@ import { join } from 'node:path';
 import { repoRoot, startGregor, startKafka, type RunningBroker } from './brokers.js';
 import { type BenchModule, type BenchOptions, type BenchRow, runStandalone } from './report.js';
 import { createTopics, loadNote, waitForLeaders } from './scale.js';
-import { WireConnection } from './wire-client.js';
+import { WireConnection } from '../cluster/kafka-connection.js';
 
 const MODULE = 'cross-check';
 const RECORD_BYTES = 100;

@@ -45,7 +45,7 @@ import { ZERO_UUID } from '../wire/uuid.js';
 import { startGregor, startKafka, type RunningBroker } from './brokers.js';
 import { Histogram } from './histogram.js';
 import { type BenchModule, type BenchOptions, type BenchRow, runStandalone } from './report.js';
-import { WireConnection, api, frame, type Frame } from './wire-client.js';
+import { WireConnection, api, frame, type Frame } from '../cluster/kafka-connection.js';
 
 const MODULE = 'latency';
 const MB = 1e6;

@@ -3,7 +3,7 @@
  * pre-encoded RecordBatch v2 bodies, and a consumer that reads what was
  * produced with Fetch, counting records from batch headers only.
  *
- * The produce side encodes one Produce v9 frame (bench/wire-client.ts `frame`)
+ * The produce side encodes one Produce v9 frame (cluster/kafka-connection.ts `frame`)
  * per in-flight slot and reuses it: only the correlation id and the partition
  * index are written into the frame before each send, and a slot's frame is not
  * touched again until the answer to its last send has arrived (or, with acks=0,
@@ -31,7 +31,7 @@ import type { ProduceRequest } from '../wire/messages/produce-request.js';
 import type { ProduceResponse } from '../wire/messages/produce-response.js';
 import { Reader, ZERO_UUID } from '../wire/reader.js';
 import { BATCH_LENGTH, BASE_OFFSET, LAST_OFFSET_DELTA, LOG_OVERHEAD, RECORD_COUNT, BATCH_HEADER_SIZE, buildBatch } from '../wire/record-batch.js';
-import { LoadConnection, api, frame, WireConnection } from './wire-client.js';
+import { LoadConnection, api, frame, WireConnection } from '../cluster/kafka-connection.js';
 
 export const PRODUCE_VERSION = 9;
 export const FETCH_VERSION = 12;

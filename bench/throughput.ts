@@ -31,7 +31,7 @@ import { startGregor, startKafka, type RunningBroker } from './brokers.js';
 import { awaitWritable, benchBatch, consumeLoad, createTopic, describeErrors, produceLoad, recordsPerBatchFor, PRODUCE_VERSION, type ConsumeResult, type LoadSettings, type ProduceResult } from './load.js';
 import { startNullSink } from './null-sink.js';
 import { formatTable, type BenchModule, type BenchOptions, type BenchRow } from './report.js';
-import { api, frame } from './wire-client.js';
+import { api, frame } from '../cluster/kafka-connection.js';
 
 const MODULE = 'throughput';
 

@@ -24,6 +24,15 @@ export interface ReplicaLogger {
   info(obj: object, msg: string): void;
 }
 
+/** A whole batch fetched from a leader: its offsets and where it sits in the fetched bytes. */
+export interface FollowerBatch {
+  readonly baseOffset: bigint;
+  readonly lastOffset: bigint;
+  readonly maxTimestamp: bigint;
+  readonly position: number;
+  readonly size: number;
+}
+
 /** One partition's answer to an append, in the shape of a Produce partition response. */
 export interface PartitionAppendResult {
   errorCode: number;
@@ -539,6 +548,80 @@ export class ReplicaManager {
         set.add(waiter);
       }
     });
+  }
+
+  /**
+   * Where a partition this broker follows stands: the fetch position (log
+   * end) and log start to send its leader. Null when this broker is not a
+   * follower of it (no replica, the leader, or its log cannot open).
+   */
+  followerPosition(topic: string, partition: number): { logEndOffset: bigint; logStartOffset: bigint } | null {
+    const state = this.partitionState(topic, partition);
+    if (!state || state.leader === this.nodeId || !state.replicas.includes(this.nodeId)) return null;
+    const log = this.logs.get(topic, partition);
+    if (!log || log.isOffline) return null;
+    return { logEndOffset: log.logEndOffset, logStartOffset: log.logStartOffset };
+  }
+
+  /**
+   * Appends batches fetched from the partition's leader, as a follower does
+   * (Kafka's appendRecordsToFollowerOrFutureReplica): `batches` are whole v2
+   * batches with the leader's offsets, starting at or below this log's end
+   * (those below it are already here and skipped); each batch's CRC is
+   * checked and the first bad one ends the append. The high watermark then
+   * follows the leader's, never past this log's end. Returns the new log end,
+   * or the error that stopped it.
+   */
+  appendAsFollower(topic: string, partition: number, batches: readonly FollowerBatch[], records: Buffer, leaderHighWatermark: bigint): { errorCode: number; logEndOffset: bigint } {
+    const state = this.partitionState(topic, partition);
+    if (!state || state.leader === this.nodeId || !state.replicas.includes(this.nodeId)) return { errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER, logEndOffset: -1n };
+    const log = this.logs.get(topic, partition);
+    if (!log) return { errorCode: ErrorCode.KAFKA_STORAGE_ERROR, logEndOffset: -1n };
+    try {
+      const fresh = batches.filter((b) => b.lastOffset >= log.logEndOffset);
+      if (fresh.length > 0) {
+        const first = fresh[0]!;
+        const last = fresh[fresh.length - 1]!;
+        const bytes = records.subarray(first.position, last.position + last.size);
+        let maxTimestamp = -1n;
+        let offsetOfMaxTimestamp = first.baseOffset;
+        for (const b of fresh) {
+          if (b.maxTimestamp > maxTimestamp) {
+            maxTimestamp = b.maxTimestamp;
+            offsetOfMaxTimestamp = b.lastOffset;
+          }
+        }
+        log.appendValidated(bytes, {
+          firstOffset: first.baseOffset,
+          lastOffset: last.lastOffset,
+          maxTimestamp,
+          offsetOfMaxTimestamp,
+          appended: fresh.map((b) => ({ baseOffset: b.baseOffset, lastOffset: b.lastOffset, maxTimestamp: b.maxTimestamp, position: b.position - first.position, size: b.size })),
+        });
+      }
+      const hw = leaderHighWatermark < log.logEndOffset ? leaderHighWatermark : log.logEndOffset;
+      if (hw > log.highWatermark) log.updateHighWatermark(hw);
+      if (fresh.length > 0 || hw > log.highWatermark) this.wakeFetches(topic, partition);
+      return { errorCode: ErrorCode.NONE, logEndOffset: log.logEndOffset };
+    } catch (err) {
+      if (err instanceof StorageError) return { errorCode: ErrorCode.KAFKA_STORAGE_ERROR, logEndOffset: -1n };
+      if (err instanceof RangeError) return { errorCode: ErrorCode.CORRUPT_MESSAGE, logEndOffset: log.logEndOffset };
+      throw err;
+    }
+  }
+
+  /**
+   * A follower whose fetch position is out of the leader's range starts
+   * over: from the leader's log start when it fell behind it (everything
+   * here is dropped), else at the leader's high watermark when it is ahead
+   * (what the leader does not have is cut off).
+   */
+  resetFollower(topic: string, partition: number, leaderLogStartOffset: bigint, leaderHighWatermark: bigint): void {
+    const log = this.logs.get(topic, partition);
+    if (!log || this.followerPosition(topic, partition) === null) return;
+    if (log.logEndOffset < leaderLogStartOffset) log.truncateFullyAndStartAt(leaderLogStartOffset);
+    else if (log.logEndOffset > leaderHighWatermark) log.truncateTo(leaderHighWatermark);
+    this.wakeFetches(topic, partition);
   }
 
   /**

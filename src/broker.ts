@@ -12,6 +12,7 @@ import { LocalMetadataStore } from '../cluster/local-metadata-store.js';
 import type { EtcdMetadataStore } from '../cluster/etcd-metadata-store.js';
 import type { Endpoint, MetadataStore } from '../cluster/metadata-image.js';
 import { randomUuid } from '../wire/uuid.js';
+import { ReplicaFetchers } from '../cluster/replica-fetcher.js';
 import { ReplicaManager } from '../cluster/replica-manager.js';
 import { GroupCoordinator } from '../cluster/group-coordinator.js';
 import { replicaOffsetsStore } from '../cluster/group-store.js';
@@ -48,6 +49,7 @@ export class Broker {
     private readonly replicas: ReplicaManager,
     private readonly groups: GroupCoordinator,
     private readonly transactions: TransactionCoordinator,
+    private readonly fetchers: ReplicaFetchers,
     private readonly unlock: () => void,
   ) {}
 
@@ -156,7 +158,9 @@ export class Broker {
       log,
       { config: transactionCoordinatorConfig(settings) },
     ).start();
-    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, transactions, unlock);
+    // Followers copy their leaders' partitions (only brokers of a cluster follow anyone).
+    const fetchers = new ReplicaFetchers(config.nodeId, store, replicas, log, { listener: config.listeners[0]!.name }).start();
+    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, transactions, fetchers, unlock);
     const services: BrokerServices = {
       settings,
       metadata: store,
@@ -216,6 +220,7 @@ export class Broker {
       // Long-polling fetches answer now instead of holding the drain up to their max_wait_ms,
       // and so do parked JoinGroup and SyncGroup requests (NOT_COORDINATOR), whose timers stop.
       this.replicas.releaseFetchWaiters();
+      const fetchersStopped = this.fetchers.stop();
       this.groups.shutdown();
       this.transactions.shutdown();
       const finish = Promise.all([...this.connections].map((c) => c.finishInFlight()));
@@ -229,6 +234,7 @@ export class Broker {
       clearTimeout(timer);
       for (const c of this.connections) c.close('broker shutting down');
       await closed;
+      await fetchersStopped;
       // No request runs any more: the logs close cleanly (synced, with their clean-shutdown marker).
       this.replicas.stop();
       try {

@@ -5,12 +5,12 @@
  * broker killed with SIGKILL and started again. Skipped where etcd is not
  * installed, except under CI, where that fails the run.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireConnection, api } from '../bench/wire-client.js';
+import { WireConnection, api } from '../cluster/kafka-connection.js';
 import { ErrorCode } from '../wire/errors.js';
 import type { MetadataRequest } from '../wire/messages/metadata-request.js';
 import type { MetadataResponse } from '../wire/messages/metadata-response.js';
@@ -186,6 +186,36 @@ describe.skipIf(!hasEtcd && !process.env.CI)('a cluster of two brokers on etcd, 
     await Promise.race([done, new Promise((_, reject) => setTimeout(() => reject(new Error(`consumed ${count} of 100`)), 30_000))]);
     for (const [p, values] of acknowledged) expect(got.get(p)).toEqual(values);
     await consumer.disconnect();
+  }, 60_000);
+
+  it('copies every partition to its followers: the replicas\' logs are the same bytes', async () => {
+    const kafka = client(running.get(1)!.bootstrap);
+    const admin = kafka.admin();
+    await admin.connect();
+    closers.push(() => admin.disconnect());
+    await admin.createTopics({ topics: [{ topic: 'copied', numPartitions: 2, replicationFactor: 2 }], waitForLeaders: true });
+    const producer = kafka.producer({ allowAutoTopicCreation: false });
+    await producer.connect();
+    closers.push(() => producer.disconnect());
+    for (let round = 0; round < 20; round++) {
+      await producer.send({ topic: 'copied', acks: -1, messages: Array.from({ length: 10 }, (_, i) => ({ value: `r${round}-m${i}`, partition: (round + i) % 2 })) });
+    }
+    const segment = (nodeId: number, partition: number): Buffer | null => {
+      try {
+        return readFileSync(join(dirs.get(nodeId)!, `copied-${partition}`, '00000000000000000000.log'));
+      } catch {
+        return null;
+      }
+    };
+    for (const partition of [0, 1]) {
+      await until(`partition ${partition} copied`, async () => {
+        const [a, b] = [segment(1, partition), segment(2, partition)];
+        return a !== null && b !== null && a.length > 0 && a.equals(b);
+      });
+    }
+    // 100 records in each partition's log, on both brokers.
+    const offsets = await admin.fetchTopicOffsets('copied');
+    expect(offsets.map((o) => o.high).sort()).toEqual(['100', '100']);
   }, 60_000);
 
   it('leaves a killed broker\'s partitions leaderless until it returns, and loses nothing that was acknowledged', async () => {

@@ -1,8 +1,9 @@
 /**
- * A bare Kafka protocol connection for the benchmarks: requests encoded
- * with the project's own codecs (wire/), any number in flight on one socket
- * (answers come back in order and are matched by correlation id), and no
- * client library in between, so that what is measured is the broker.
+ * A bare Kafka protocol connection: requests encoded with the project's own
+ * codecs (wire/), any number in flight on one socket (answers come back in
+ * order and are matched by correlation id), and no client library in
+ * between. A follower fetches from its leader with it, and the benchmarks
+ * load a broker with it, so that what they measure is the broker.
  *
  * `frame` pre-encodes a request once; `sendFrame` sends pre-encoded bytes
  * with a fresh correlation id written into them, which is how a load
@@ -48,7 +49,7 @@ export interface Frame {
 const CORRELATION_AT = 8;
 
 /** Encodes `body` as a request of `api` at `version` (correlation id 0, to be replaced when sent). */
-export function frame<T>(api: ApiDecl, version: number, body: T, clientId = 'gregor-bench'): Frame {
+export function frame<T>(api: ApiDecl, version: number, body: T, clientId = 'gregor'): Frame {
   const w = new Writer(1024);
   const start = startRequest(w, { apiKey: api.apiKey, apiVersion: version, correlationId: 0, clientId }, requestHeaderVersion(api.apiKey, version, api.request));
   codecFor<T>(api.request, version).encode(w, body);
@@ -119,7 +120,7 @@ export class LoadConnection {
 
   close(): void {
     this.socket.destroy();
-    this.fail(new Error('connection closed by the benchmark'));
+    this.fail(new Error('connection closed by its owner'));
   }
 
   private onData(chunk: Buffer): void {
