@@ -13,6 +13,8 @@
 import { ErrorCode } from '../wire/errors.js';
 import type { FetchRequest } from '../wire/messages/fetch-request.js';
 import type { FetchResponse } from '../wire/messages/fetch-response.js';
+import type { ListOffsetsRequest } from '../wire/messages/list-offsets-request.js';
+import type { ListOffsetsResponse } from '../wire/messages/list-offsets-response.js';
 import { BASE_OFFSET, BATCH_LENGTH, LAST_OFFSET_DELTA, LOG_OVERHEAD, MAGIC, MAGIC_V2, MAX_TIMESTAMP, MIN_BATCH_LENGTH, batchCrcValid } from '../wire/record-batch.js';
 import { WireConnection, api } from './kafka-connection.js';
 import { endpointFor, type MetadataImage, type MetadataStore } from './metadata-image.js';
@@ -36,8 +38,14 @@ export interface ReplicaFetcherOptions {
 }
 
 const FETCH_VERSION = 12;
-const FETCH_API = api('Fetch');
+const LIST_OFFSETS_VERSION = 7;
+const EARLIEST = -2n;
+const LATEST = -1n;
 const RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
+/** replica.fetch.max.bytes: Kafka's default. The first batch of a partition comes whole even when larger. */
+const PARTITION_MAX_BYTES = 1024 * 1024;
+/** How long beyond its long-poll a request to the leader may go unanswered before the connection is dropped (Kafka's replica.socket.timeout.ms). */
+const REQUEST_TIMEOUT_MS = 30_000;
 const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA';
 
 interface Followed {
@@ -111,7 +119,7 @@ export class ReplicaFetchers {
         if (!p.replicas.includes(this.nodeId) || p.leader === this.nodeId || p.leader < 0 || !image.brokers.has(p.leader)) continue;
         let set = wanted.get(p.leader);
         if (!set) wanted.set(p.leader, (set = new Map()));
-        set.set(`${t.name}\u0000${p.partition}`, { topic: t.name, partition: p.partition, leaderEpoch: p.leaderEpoch });
+        set.set(followedKey(t.name, p.partition), { topic: t.name, partition: p.partition, leaderEpoch: p.leaderEpoch });
       }
     }
     for (const [leader, loop] of this.loops) {
@@ -144,6 +152,8 @@ class LeaderFetchLoop {
   private running: Promise<void> | null = null;
   private conn: WireConnection | null = null;
   private wake: (() => void) | null = null;
+  /** Rotates where each fetch starts, so that no partition always comes last (and gets what room is left). */
+  private rotation = 0;
 
   constructor(
     private readonly nodeId: number,
@@ -169,18 +179,23 @@ class LeaderFetchLoop {
   private async run(): Promise<void> {
     const backoffMs = this.opts.backoffMs ?? 1000;
     let failures = 0;
-    while (!this.stopped) {
-      try {
-        const progressed = await this.fetchOnce();
-        failures = 0;
-        if (!progressed) await this.pause(backoffMs);
-      } catch (err) {
-        this.conn?.close();
-        this.conn = null;
-        if (this.stopped) return;
-        if (failures++ === 0) this.log.warn({ leader: this.leader, err: (err as Error).message }, 'fetching from the leader failed; trying again');
-        await this.pause(backoffMs);
+    try {
+      while (!this.stopped) {
+        try {
+          const progressed = await this.fetchOnce();
+          failures = 0;
+          if (!progressed && !this.stopped) await this.pause(backoffMs);
+        } catch (err) {
+          this.conn?.close();
+          this.conn = null;
+          if (this.stopped) return;
+          if (failures++ === 0) this.log.warn({ leader: this.leader, err: (err as Error).message }, 'fetching from the leader failed; trying again');
+          await this.pause(backoffMs);
+        }
       }
+    } finally {
+      this.conn?.close();
+      this.conn = null;
     }
   }
 
@@ -198,14 +213,53 @@ class LeaderFetchLoop {
     });
   }
 
-  /** One fetch of every followed partition; false when there was nothing to ask (or only errors to wait out). */
+  /** The open connection to the leader, opened when needed; none once stopped. */
+  private async connection(): Promise<WireConnection> {
+    if (this.conn) return this.conn;
+    const conn = await WireConnection.open(this.host, this.port);
+    if (this.stopped) {
+      conn.close();
+      throw new Error('stopped');
+    }
+    this.conn = conn;
+    return conn;
+  }
+
+  /** `request` on the leader's connection, which is closed (failing the request) when no answer comes in time. */
+  private async ask<Res, Req>(name: string, version: number, body: Req, timeoutMs: number): Promise<Res> {
+    const conn = await this.connection();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        conn.request<Res, Req>(api(name), version, body),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            conn.close();
+            reject(new Error(`no answer from the leader within ${timeoutMs} ms`));
+          }, timeoutMs);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * One fetch of every followed partition. True when every partition was
+   * answered without error (the leader long-polls, so an empty answer took
+   * its time); false, for a pause, when there was nothing to ask or some
+   * partition needs its error waited out.
+   */
   private async fetchOnce(): Promise<boolean> {
-    const asked: Followed[] = [];
+    const maxWaitMs = this.opts.maxWaitMs ?? 500;
+    const all = [...this.partitions.values()];
+    const asked = new Map<string, Followed>();
     const topics = new Map<string, FetchRequest['topics'][number]>();
-    for (const f of this.partitions.values()) {
+    for (let i = 0; i < all.length; i++) {
+      const f = all[(i + this.rotation) % all.length]!;
       const pos = this.replicas.followerPosition(f.topic, f.partition);
       if (!pos) continue;
-      asked.push(f);
+      asked.set(followedKey(f.topic, f.partition), f);
       let t = topics.get(f.topic);
       if (!t) topics.set(f.topic, (t = { topic: f.topic, topicId: ZERO_UUID, partitions: [] }));
       t.partitions.push({
@@ -214,48 +268,93 @@ class LeaderFetchLoop {
         fetchOffset: pos.logEndOffset,
         lastFetchedEpoch: -1,
         logStartOffset: pos.logStartOffset,
-        partitionMaxBytes: this.opts.partitionMaxBytes ?? 1024 * 1024,
+        partitionMaxBytes: this.opts.partitionMaxBytes ?? PARTITION_MAX_BYTES,
         replicaDirectoryId: ZERO_UUID,
       });
     }
-    if (asked.length === 0) return false;
-    this.conn ??= await WireConnection.open(this.host, this.port);
-    const res = await this.conn.request<FetchResponse, FetchRequest>(FETCH_API, FETCH_VERSION, {
-      clusterId: null,
-      replicaId: this.nodeId,
-      replicaState: { replicaId: this.nodeId, replicaEpoch: -1n },
-      maxWaitMs: this.opts.maxWaitMs ?? 500,
-      minBytes: 1,
-      maxBytes: RESPONSE_MAX_BYTES,
-      isolationLevel: 0,
-      sessionId: 0,
-      sessionEpoch: -1,
-      topics: [...topics.values()],
-      forgottenTopicsData: [],
-      rackId: '',
-    });
+    this.rotation++;
+    if (asked.size === 0) return false;
+    const res = await this.ask<FetchResponse, FetchRequest>(
+      'Fetch',
+      FETCH_VERSION,
+      {
+        clusterId: null,
+        replicaId: this.nodeId,
+        replicaState: { replicaId: this.nodeId, replicaEpoch: -1n },
+        maxWaitMs,
+        minBytes: 1,
+        maxBytes: RESPONSE_MAX_BYTES,
+        isolationLevel: 0,
+        sessionId: 0,
+        sessionEpoch: -1,
+        topics: [...topics.values()],
+        forgottenTopicsData: [],
+        rackId: '',
+      },
+      maxWaitMs + REQUEST_TIMEOUT_MS,
+    );
     if (this.stopped) return true;
     if (res.errorCode !== ErrorCode.NONE) throw new Error(`fetch refused with error ${res.errorCode}`);
-    let ok = false;
+    let clean = true;
+    const outOfRange: Followed[] = [];
     for (const t of res.responses) {
       for (const p of t.partitions) {
+        const key = followedKey(t.topic, p.partitionIndex);
+        const f = asked.get(key);
+        // Only what was asked, and only while it is still followed at the epoch it was asked at.
+        if (!f || this.partitions.get(key)?.leaderEpoch !== f.leaderEpoch) continue;
         if (p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) {
-          this.replicas.resetFollower(t.topic, p.partitionIndex, p.logStartOffset, p.highWatermark);
-          ok = true;
+          outOfRange.push(f);
+          clean = false;
           continue;
         }
         // NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH: the next image says who leads.
-        if (p.errorCode !== ErrorCode.NONE) continue;
-        ok = true;
+        if (p.errorCode !== ErrorCode.NONE) {
+          clean = false;
+          continue;
+        }
         const records = p.records ?? Buffer.alloc(0);
         const { batches, corrupt } = followerBatches(records);
         const r = this.replicas.appendAsFollower(t.topic, p.partitionIndex, batches, records, p.highWatermark);
         if (corrupt || r.errorCode !== ErrorCode.NONE) {
           this.log.warn({ topic: t.topic, partition: p.partitionIndex, leader: this.leader, errorCode: corrupt ? ErrorCode.CORRUPT_MESSAGE : r.errorCode }, 'could not take what the leader sent; fetching it again');
-          ok = false;
+          clean = false;
         }
       }
     }
-    return ok;
+    if (outOfRange.length > 0) await this.resetOutOfRange(outOfRange);
+    return clean;
+  }
+
+  /** Asks the leader where its log starts and ends (ListOffsets, as a replica) and moves each out-of-range follower into that range. */
+  private async resetOutOfRange(partitions: readonly Followed[]): Promise<void> {
+    const ends = async (timestamp: bigint): Promise<Map<string, bigint>> => {
+      const byTopic = new Map<string, ListOffsetsRequest['topics'][number]>();
+      for (const f of partitions) {
+        let t = byTopic.get(f.topic);
+        if (!t) byTopic.set(f.topic, (t = { name: f.topic, partitions: [] }));
+        t.partitions.push({ partitionIndex: f.partition, currentLeaderEpoch: f.leaderEpoch, timestamp, maxNumOffsets: 1 });
+      }
+      const res = await this.ask<ListOffsetsResponse, ListOffsetsRequest>(
+        'ListOffsets',
+        LIST_OFFSETS_VERSION,
+        { replicaId: this.nodeId, isolationLevel: 0, topics: [...byTopic.values()], timeoutMs: REQUEST_TIMEOUT_MS },
+        REQUEST_TIMEOUT_MS,
+      );
+      const out = new Map<string, bigint>();
+      for (const t of res.topics) for (const p of t.partitions) if (p.errorCode === ErrorCode.NONE) out.set(followedKey(t.name, p.partitionIndex), p.offset);
+      return out;
+    };
+    const [earliest, latest] = [await ends(EARLIEST), await ends(LATEST)];
+    for (const f of partitions) {
+      const key = followedKey(f.topic, f.partition);
+      const start = earliest.get(key);
+      const end = latest.get(key);
+      if (start === undefined || end === undefined) continue;
+      this.log.info({ topic: f.topic, partition: f.partition, leader: this.leader, leaderLogStartOffset: start, leaderLogEndOffset: end }, 'follower out of the leader\'s range; starting over within it');
+      this.replicas.resetFollower(f.topic, f.partition, start, end);
+    }
   }
 }
+
+const followedKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;

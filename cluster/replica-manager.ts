@@ -577,10 +577,17 @@ export class ReplicaManager {
     if (!state || state.leader === this.nodeId || !state.replicas.includes(this.nodeId)) return { errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER, logEndOffset: -1n };
     const log = this.logs.get(topic, partition);
     if (!log) return { errorCode: ErrorCode.KAFKA_STORAGE_ERROR, logEndOffset: -1n };
+    const hwBefore = log.highWatermark;
     try {
       const fresh = batches.filter((b) => b.lastOffset >= log.logEndOffset);
-      if (fresh.length > 0) {
-        const first = fresh[0]!;
+      const first = fresh[0];
+      if (first && first.baseOffset < log.logEndOffset) {
+        // A batch across this log's end: only an empty log (just reset to the leader's log start,
+        // which may fall inside a batch) may take it, by starting at the batch, as Kafka's follower does.
+        if (log.logEndOffset !== log.logStartOffset) return { errorCode: ErrorCode.CORRUPT_MESSAGE, logEndOffset: log.logEndOffset };
+        log.truncateFullyAndStartAt(first.baseOffset);
+      }
+      if (first) {
         const last = fresh[fresh.length - 1]!;
         const bytes = records.subarray(first.position, last.position + last.size);
         let maxTimestamp = -1n;
@@ -601,7 +608,7 @@ export class ReplicaManager {
       }
       const hw = leaderHighWatermark < log.logEndOffset ? leaderHighWatermark : log.logEndOffset;
       if (hw > log.highWatermark) log.updateHighWatermark(hw);
-      if (fresh.length > 0 || hw > log.highWatermark) this.wakeFetches(topic, partition);
+      if (first || log.highWatermark > hwBefore) this.wakeFetches(topic, partition);
       return { errorCode: ErrorCode.NONE, logEndOffset: log.logEndOffset };
     } catch (err) {
       if (err instanceof StorageError) return { errorCode: ErrorCode.KAFKA_STORAGE_ERROR, logEndOffset: -1n };
@@ -612,15 +619,22 @@ export class ReplicaManager {
 
   /**
    * A follower whose fetch position is out of the leader's range starts
-   * over: from the leader's log start when it fell behind it (everything
-   * here is dropped), else at the leader's high watermark when it is ahead
-   * (what the leader does not have is cut off).
+   * over, given the leader's first and next offsets (ListOffsets EARLIEST
+   * and LATEST): from the leader's log start when it fell behind it
+   * (everything here is dropped), or at the leader's log end when it is
+   * ahead (what the leader does not have is cut off). Negative offsets
+   * (no answer) change nothing.
    */
-  resetFollower(topic: string, partition: number, leaderLogStartOffset: bigint, leaderHighWatermark: bigint): void {
+  resetFollower(topic: string, partition: number, leaderLogStartOffset: bigint, leaderLogEndOffset: bigint): void {
     const log = this.logs.get(topic, partition);
-    if (!log || this.followerPosition(topic, partition) === null) return;
-    if (log.logEndOffset < leaderLogStartOffset) log.truncateFullyAndStartAt(leaderLogStartOffset);
-    else if (log.logEndOffset > leaderHighWatermark) log.truncateTo(leaderHighWatermark);
+    if (!log || this.followerPosition(topic, partition) === null || leaderLogStartOffset < 0n || leaderLogEndOffset < leaderLogStartOffset) return;
+    try {
+      if (log.logEndOffset < leaderLogStartOffset) log.truncateFullyAndStartAt(leaderLogStartOffset);
+      else if (log.logEndOffset > leaderLogEndOffset) log.truncateTo(leaderLogEndOffset);
+    } catch (err) {
+      if (!(err instanceof StorageError)) throw err;
+      this.log.warn({ topic, partition, err }, 'cannot reset the follower log');
+    }
     this.wakeFetches(topic, partition);
   }
 

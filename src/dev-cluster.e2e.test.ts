@@ -72,24 +72,32 @@ describe.skipIf(!hasEtcd && !process.env.CI)('gregor dev-cluster', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gregor-dev-cluster-'));
     dirs.push(dir);
     const port = await consecutiveFreePorts(3);
-    const child = spawn(process.execPath, [join(root, 'bin', 'gregor'), 'dev-cluster', '--port', String(port), '--data-dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // In a process group of its own, as a terminal would run it: Ctrl-C goes to the whole group.
+    const child = spawn(process.execPath, [join(root, 'bin', 'gregor'), 'dev-cluster', '--port', String(port), '--data-dir', dir], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     let out = '';
+    let err = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (out += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
     const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
     let started: number[] = [];
     try {
       const ready = await new Promise<{ bootstrap: string; brokers: { pid: number }[]; etcdPid: number }>((res, rej) => {
-        const timer = setTimeout(() => rej(new Error(`no ready line within 60 s:\n${out}`)), 60_000);
+        const timer = setTimeout(() => rej(new Error(`no ready line within 60 s:\n${out}\n${err}`)), 60_000);
         const check = (): void => {
-          const line = out.split('\n').find((l) => l.includes('dev cluster ready'));
-          if (line) {
-            clearTimeout(timer);
+          const line = out.split('\n').find((l) => l.includes('dev cluster ready') && l.endsWith('}'));
+          if (!line) return;
+          clearTimeout(timer);
+          try {
             res(JSON.parse(line));
+          } catch (e) {
+            rej(e);
           }
         };
         child.stdout.on('data', check);
-        void exited.then((code) => rej(new Error(`dev-cluster exited with ${code}:\n${out}`)));
+        void exited.then((code) => rej(new Error(`dev-cluster exited with ${code}:\n${out}\n${err}`)));
       });
       started = [...ready.brokers.map((b) => b.pid), ready.etcdPid];
       expect(ready.bootstrap).toBe(`127.0.0.1:${port},127.0.0.1:${port + 1},127.0.0.1:${port + 2}`);
@@ -118,15 +126,26 @@ describe.skipIf(!hasEtcd && !process.env.CI)('gregor dev-cluster', () => {
       await producer.send({ topic: 'three', acks: -1, messages: [0, 1, 2].map((partition) => ({ value: `m${partition}`, partition })) });
       await producer.disconnect();
 
-      child.kill('SIGINT');
+      // Ctrl-C: SIGINT to the terminal's process group, which is the dev cluster's alone.
+      process.kill(-child.pid!, 'SIGINT');
       expect(await exited).toBe(0);
       expect(started.filter(alive)).toEqual([]);
-      // Each broker wrote its log where the ready line said.
-      expect(readFileSync(join(dir, 'broker-1.log'), 'utf8')).toContain('gregor ready');
+      // Every broker stopped cleanly (one signal, from the dev cluster), and wrote its log where it should.
+      for (const i of [1, 2, 3]) {
+        const log = readFileSync(join(dir, `broker-${i}.log`), 'utf8');
+        expect(log).toContain('gregor ready');
+        expect(log).toContain('"msg":"stopped"');
+        expect(log).not.toContain('second signal');
+      }
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      // What a failed run left behind.
-      for (const pid of started.filter(alive)) process.kill(pid, 'SIGKILL');
+      // What a failed run left behind: the dev cluster's group, and its children's groups.
+      for (const pid of [child.pid!, ...started]) {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
     }
   }, 120_000);
 });

@@ -15,7 +15,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 
@@ -45,21 +45,45 @@ interface Member {
   stopping: boolean;
 }
 
-/** A free loopback port, from the kernel. */
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen({ host: '127.0.0.1', port: 0 }, () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-  });
+/** `n` different free loopback ports, from the kernel: all are held until all are known. */
+async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<Server>((res, rej) => {
+          const s = createServer();
+          s.once('error', rej);
+          s.listen({ host: '127.0.0.1', port: 0 }, () => res(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise((res) => s.close(res))));
+  return ports;
 }
+
+/** Children still running when this process exits (a second Ctrl-C, a crash) are killed, not left behind. */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of running) {
+    try {
+      c.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
 
 function startMember(name: string, cmd: string, args: readonly string[], logPath: string, onLine?: (line: string) => void): Member {
   const out = createWriteStream(logPath, { flags: 'a' });
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  out.on('error', () => {
+    // A log that cannot be written (disk full) must not take the dev cluster down; the child runs on.
+  });
+  // A process group of its own: a Ctrl-C in the terminal reaches this process only, which stops
+  // the brokers cleanly and then etcd, instead of every process at once.
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  running.add(child);
   let pending = '';
   child.stdout!.on('data', (chunk: Buffer) => {
     out.write(chunk);
@@ -73,10 +97,12 @@ function startMember(name: string, cmd: string, args: readonly string[], logPath
   child.stderr!.on('data', (chunk: Buffer) => out.write(chunk));
   const exited = new Promise<number | string>((res) => {
     child.once('exit', (code, signal) => {
+      running.delete(child);
       out.end();
       res(code ?? signal ?? 'unknown');
     });
     child.once('error', (err) => {
+      running.delete(child);
       out.end();
       res(err.message);
     });
@@ -112,21 +138,28 @@ export async function runDevCluster(opts: DevClusterOptions, log: Logger, stop: 
   const members: Member[] = [];
   let etcdMember: Member | null = null;
   let stopped = false;
+  let stopRequested = false;
+  void stop.then(() => {
+    stopRequested = true;
+  });
   const stopAll = async (): Promise<void> => {
     stopped = true;
     await Promise.all(members.map(stopMember));
     if (etcdMember) await stopMember(etcdMember);
   };
+  /** Once the cluster is up: a member that exits is reported, and the rest go on. */
   const watchExit = (m: Member, logPath: string): void => {
     void m.exited.then((code) => {
-      if (!m.stopping && !stopped) log.warn({ member: m.name, exit: code, log: logPath }, `${m.name} stopped on its own; the others go on`);
+      if (m.stopping || stopped) return;
+      if (m === etcdMember) log.error({ exit: code, log: logPath }, 'etcd stopped on its own; the brokers cannot change the cluster metadata until an etcd is back at the same address');
+      else log.warn({ member: m.name, exit: code, log: logPath }, `${m.name} stopped on its own; the others go on`);
     });
   };
   try {
     let endpoint = opts.etcd;
     if (endpoint === null) {
       const bin = process.env.ETCD ?? 'etcd';
-      const [client, peer] = [await freePort(), await freePort()];
+      const [client, peer] = (await freePorts(2)) as [number, number];
       endpoint = `127.0.0.1:${client}`;
       const logPath = join(dir, 'etcd.log');
       etcdMember = startMember(
@@ -145,15 +178,18 @@ export async function runDevCluster(opts: DevClusterOptions, log: Logger, stop: 
       );
       const deadline = Date.now() + READY_TIMEOUT_MS;
       while (!(await etcdHealthy(endpoint))) {
-        const gone = etcdMember.child.exitCode !== null || etcdMember.child.signalCode !== null || etcdMember.child.pid === undefined;
+        if (stopRequested) return;
+        const notFound = etcdMember.child.pid === undefined;
+        const gone = notFound || etcdMember.child.exitCode !== null || etcdMember.child.signalCode !== null;
         if (gone || Date.now() > deadline) {
           throw new DevClusterError(
-            `etcd (${bin}) did not start (see ${logPath}); install Debian's etcd-server (apt-get install etcd-server), set ETCD to an etcd binary, or pass --etcd HOST:PORT of a running one`,
+            notFound
+              ? `no etcd to run ("${bin}"): install Debian's etcd-server (apt-get install etcd-server), set ETCD to an etcd binary, or pass --etcd HOST:PORT of a running one`
+              : `etcd did not start; its log is ${logPath}`,
           );
         }
         await new Promise((r) => setTimeout(r, 100));
       }
-      watchExit(etcdMember, logPath);
     }
     const ready: Promise<string>[] = [];
     for (let i = 1; i <= opts.brokers; i++) {
@@ -190,10 +226,11 @@ export async function runDevCluster(opts: DevClusterOptions, log: Logger, stop: 
         }),
         new Promise<string>((_, rej) => setTimeout(() => rej(new DevClusterError(`${name} was not ready within ${READY_TIMEOUT_MS} ms; see ${logPath}`)), READY_TIMEOUT_MS).unref()),
       ]);
-      watchExit(m, logPath);
     }
     const listens = await Promise.race([Promise.all(ready), stop.then(() => null)]);
     if (listens === null) return;
+    if (etcdMember) watchExit(etcdMember, join(dir, 'etcd.log'));
+    members.forEach((m, i) => watchExit(m, join(dir, `broker-${i + 1}.log`)));
     log.info(
       { bootstrap: listens.join(','), etcd: endpoint, dataDir: dir, brokers: members.map((m, i) => ({ nodeId: i + 1, pid: m.child.pid })), etcdPid: etcdMember?.child.pid ?? null },
       'dev cluster ready; Ctrl-C stops it',
