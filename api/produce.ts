@@ -8,7 +8,11 @@
  * defaults: this broker leads every partition it answers for).
  *
  * acks=0 appends and sends nothing back (the client expects no response); acks=1
- * and acks=-1 answer after the append. acks=-1 to a partition whose ISR is
+ * answers after the append; acks=-1 once every ISR member has the records (the
+ * high watermark reached them), or REQUEST_TIMED_OUT after the request's
+ * timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
+ * min.insync.replicas meanwhile, NOT_LEADER_OR_FOLLOWER when leadership moved
+ * (see ReplicaManager.waitForReplication). acks=-1 to a partition whose ISR is
  * below min.insync.replicas (capped at its replica count, as Kafka 4.0 caps
  * it) appends nothing and answers NOT_ENOUGH_REPLICAS; see
  * ReplicaManager.appendRecords. A topic whose compression.type names a codec
@@ -155,6 +159,7 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
     // Topics this request created: every partition of theirs in this request is answered as unknown.
     const createdNow = new Set<string>();
     const responses: TopicProduceResponse[] = [];
+    const replicated: Promise<void>[] = [];
     for (const topic of req.topicData) {
       const partitionResponses: PartitionProduceResponse[] = [];
       responses.push({ name: topic.name, partitionResponses });
@@ -181,9 +186,19 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
             : (versionProblem(records, ctx.apiVersion) ??
             unverifiedTransaction(records, req.transactionalId, topic.name, p.index, ctx) ??
             replicas.appendRecords(topic.name, p.index, records, acks));
-        partitionResponses.push(partitionResponse(p.index, result));
+        const response = partitionResponse(p.index, result);
+        partitionResponses.push(response);
+        // acks=-1: the answer waits until every ISR member has the records (at once when the ISR is the leader alone).
+        if (acks === -1 && result.errorCode === ErrorCode.NONE && result.replicatedAt !== undefined) {
+          replicated.push(
+            replicas.waitForReplication(topic.name, p.index, result.replicatedAt, req.timeoutMs).then((code) => {
+              if (code !== ErrorCode.NONE) response.errorCode = code;
+            }),
+          );
+        }
       }
     }
+    await Promise.all(replicated);
     if (acks === 0) return NO_RESPONSE;
     return { responses, throttleTimeMs: 0, nodeEndpoints: [] };
   },

@@ -334,6 +334,25 @@ export class EtcdMetadataStore implements MetadataStore {
     return this.current.dynamicBrokerConfigs;
   }
 
+  async alterPartitionIsr(topic: string, partition: number, leaderEpoch: number, isr: readonly number[]): Promise<void> {
+    await this.withRetries(async () => {
+      const partsKey = this.layout.partitions(topic);
+      const entry = this.entries.get(partsKey);
+      if (!entry) throw new UnknownTopicError(`Topic '${topic}' does not exist.`);
+      const states = JSON.parse(entry.value) as StoredPartition[];
+      const s = states[partition];
+      if (!s) throw new UnknownTopicError(`Topic '${topic}' has no partition ${partition}.`);
+      if (s.leader !== this.self?.nodeId || s.leaderEpoch !== leaderEpoch) {
+        throw new ConcurrentChangeError(`partition ${topic}-${partition} is led by ${s.leader} at epoch ${s.leaderEpoch} now, not by this broker at ${leaderEpoch}`);
+      }
+      if (s.isr.length === isr.length && s.isr.every((r) => isr.includes(r))) return { done: undefined, revision: this.applied };
+      const next = states.map((x, i) => (i === partition ? { ...x, isr: [...isr], partitionEpoch: x.partitionEpoch + 1 } : x));
+      const c = this.client;
+      const res = await this.call(() => c.if(partsKey, 'Mod', '==', entry.modRevision).then(c.put(partsKey).value(JSON.stringify(next))).commit());
+      return res.succeeded ? { done: undefined, revision: BigInt(res.header.revision) } : null;
+    });
+  }
+
   async allocateProducerIdBlock(): Promise<{ firstProducerId: bigint; size: number }> {
     const key = this.layout.producerIds();
     const c = this.client;

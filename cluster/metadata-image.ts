@@ -129,6 +129,13 @@ export interface MetadataStore {
    * { firstProducerId: 1000n, size: 1000 }.
    */
   allocateProducerIdBlock(): Promise<{ firstProducerId: bigint; size: number }>;
+  /**
+   * As the leader of a partition at `leaderEpoch`: makes `isr` its in-sync
+   * replicas (Kafka's AlterPartition). Refused (the promise rejects) when the
+   * partition has another leader or epoch by now. Stores where one broker
+   * holds every replica have no followers and no such method.
+   */
+  alterPartitionIsr?(topic: string, partition: number, leaderEpoch: number, isr: readonly number[]): Promise<void>;
   close(): Promise<void>;
 }
 

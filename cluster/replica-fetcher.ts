@@ -7,13 +7,19 @@
  * over one connection, for all the partitions that broker leads; the set
  * follows the metadata image.
  *
- * Followers do not join the ISR yet: the leader does not track them, so an
- * acknowledgement never waits for them and a failover never elects them.
+ * The leader learns from each fetch's offset what the follower has (see
+ * ReplicaManager.recordFollowerFetch): a follower that catches up joins the
+ * ISR, one that stops catching up leaves it. Before fetching a partition at a
+ * new leader epoch, the follower first cuts off what the leader does not have
+ * (OffsetForLeaderEpoch), so that after a failover the replicas are the same
+ * bytes again.
  */
 import { ErrorCode } from '../wire/errors.js';
 import type { FetchRequest } from '../wire/messages/fetch-request.js';
 import type { FetchResponse } from '../wire/messages/fetch-response.js';
 import type { ListOffsetsRequest } from '../wire/messages/list-offsets-request.js';
+import type { OffsetForLeaderEpochRequest } from '../wire/messages/offset-for-leader-epoch-request.js';
+import type { OffsetForLeaderEpochResponse } from '../wire/messages/offset-for-leader-epoch-response.js';
 import type { ListOffsetsResponse } from '../wire/messages/list-offsets-response.js';
 import { BASE_OFFSET, BATCH_LENGTH, LAST_OFFSET_DELTA, LOG_OVERHEAD, MAGIC, MAGIC_V2, MAX_TIMESTAMP, MIN_BATCH_LENGTH, batchCrcValid } from '../wire/record-batch.js';
 import { WireConnection, api } from './kafka-connection.js';
@@ -39,6 +45,7 @@ export interface ReplicaFetcherOptions {
 
 const FETCH_VERSION = 12;
 const LIST_OFFSETS_VERSION = 7;
+const OFFSET_FOR_LEADER_EPOCH_VERSION = 4;
 const EARLIEST = -2n;
 const LATEST = -1n;
 const RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
@@ -154,6 +161,8 @@ class LeaderFetchLoop {
   private wake: (() => void) | null = null;
   /** Rotates where each fetch starts, so that no partition always comes last (and gets what room is left). */
   private rotation = 0;
+  /** The leader epoch at which each partition's log was last matched to the leader's; fetching starts only after. */
+  private readonly truncatedAt = new Map<string, number>();
 
   constructor(
     private readonly nodeId: number,
@@ -252,7 +261,8 @@ class LeaderFetchLoop {
    */
   private async fetchOnce(): Promise<boolean> {
     const maxWaitMs = this.opts.maxWaitMs ?? 500;
-    const all = [...this.partitions.values()];
+    await this.truncateNewlyFollowed();
+    const all = [...this.partitions.values()].filter((f) => this.truncatedAt.get(followedKey(f.topic, f.partition)) === f.leaderEpoch);
     const asked = new Map<string, Followed>();
     const topics = new Map<string, FetchRequest['topics'][number]>();
     for (let i = 0; i < all.length; i++) {
@@ -324,6 +334,45 @@ class LeaderFetchLoop {
     }
     if (outOfRange.length > 0) await this.resetOutOfRange(outOfRange);
     return clean;
+  }
+
+  /**
+   * Before a partition is fetched at a leader epoch, what this log has that
+   * the leader does not (written while it led, never replicated) is cut off:
+   * OffsetForLeaderEpoch for this log's latest epoch says where the leader's
+   * copy of it ends, as Kafka's follower asks.
+   */
+  private async truncateNewlyFollowed(): Promise<void> {
+    const pending: (Followed & { epoch: number })[] = [];
+    for (const f of this.partitions.values()) {
+      const key = followedKey(f.topic, f.partition);
+      if (this.truncatedAt.get(key) === f.leaderEpoch) continue;
+      const epoch = this.replicas.followerLatestEpoch(f.topic, f.partition);
+      if (epoch === null) this.truncatedAt.set(key, f.leaderEpoch);
+      else pending.push({ ...f, epoch });
+    }
+    if (pending.length === 0) return;
+    const byTopic = new Map<string, OffsetForLeaderEpochRequest['topics'][number]>();
+    for (const f of pending) {
+      let t = byTopic.get(f.topic);
+      if (!t) byTopic.set(f.topic, (t = { topic: f.topic, partitions: [] }));
+      t.partitions.push({ partition: f.partition, currentLeaderEpoch: f.leaderEpoch, leaderEpoch: f.epoch });
+    }
+    const res = await this.ask<OffsetForLeaderEpochResponse, OffsetForLeaderEpochRequest>(
+      'OffsetForLeaderEpoch',
+      OFFSET_FOR_LEADER_EPOCH_VERSION,
+      { replicaId: this.nodeId, topics: [...byTopic.values()] },
+      REQUEST_TIMEOUT_MS,
+    );
+    for (const t of res.topics) {
+      for (const p of t.partitions) {
+        const key = followedKey(t.topic, p.partition);
+        const f = pending.find((x) => x.topic === t.topic && x.partition === p.partition);
+        // An error (a leader not there yet): asked again before the next fetch.
+        if (!f || p.errorCode !== ErrorCode.NONE || this.partitions.get(key)?.leaderEpoch !== f.leaderEpoch) continue;
+        if (this.replicas.truncateFollowerToLeader(t.topic, p.partition, p.leaderEpoch, p.endOffset, f.epoch) !== null) this.truncatedAt.set(key, f.leaderEpoch);
+      }
+    }
   }
 
   /** Asks the leader where its log starts and ends (ListOffsets, as a replica) and moves each out-of-range follower into that range. */

@@ -24,6 +24,25 @@ export interface ReplicaLogger {
   info(obj: object, msg: string): void;
 }
 
+/** replica.lag.time.max.ms: Kafka's default. */
+export const DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000;
+
+/** What a leader knows of one follower, as Kafka's Replica keeps it. */
+interface FollowerState {
+  /** The follower's log end, from its last fetch offset; -1n before its first fetch under this leader epoch. */
+  leo: bigint;
+  /** The last time the follower had everything the leader had. */
+  lastCaughtUpMs: number;
+  /** The leader's log end and the time at the follower's previous fetch. */
+  lastFetchLeaderLeo: bigint;
+  lastFetchMs: number;
+}
+
+interface ReplicationWaiter {
+  readonly requiredOffset: bigint;
+  readonly finish: (errorCode: number) => void;
+}
+
 /** A whole batch fetched from a leader: its offsets and where it sits in the fetched bytes. */
 export interface FollowerBatch {
   readonly baseOffset: bigint;
@@ -44,6 +63,8 @@ export interface PartitionAppendResult {
   logStartOffset: bigint;
   recordErrors: { batchIndex: number; message: string }[];
   errorMessage: string | null;
+  /** After a successful append: the high watermark at which the records are on every ISR member (see waitForReplication). */
+  replicatedAt?: bigint;
 }
 
 export function appendError(errorCode: number, errorMessage: string | null = null, logStartOffset = -1n): PartitionAppendResult {
@@ -174,12 +195,28 @@ export class ReplicaManager {
    */
   private readonly hostedTopicIds = new Map<string, string>();
 
+  /** What this broker, as leader, knows of each follower of each partition it leads (by waiterKey, then replica id). */
+  private readonly followers = new Map<string, Map<number, FollowerState>>();
+  /** The leader epoch each led partition's follower states were made for. */
+  private readonly ledAtEpoch = new Map<string, number>();
+  /** ISR changes asked of the metadata store and not answered yet: one per partition. */
+  private readonly pendingIsr = new Set<string>();
+  /** acks=-1 appends waiting for the high watermark, by partition. */
+  private readonly replicationWaiters = new Map<string, Set<ReplicationWaiter>>();
+  private isrTimer: NodeJS.Timeout | null = null;
+  private readonly replicaLagTimeMaxMs: number;
+  private readonly now: () => number;
+
   constructor(
     private readonly nodeId: number,
     private readonly metadata: MetadataStore,
     private readonly logs: LogManager,
     private readonly log: ReplicaLogger,
-  ) {}
+    opts: { replicaLagTimeMaxMs?: number; now?: () => number } = {},
+  ) {
+    this.replicaLagTimeMaxMs = opts.replicaLagTimeMaxMs ?? DEFAULT_REPLICA_LAG_TIME_MAX_MS;
+    this.now = opts.now ?? Date.now;
+  }
 
   /**
    * Creates the logs of every partition this broker holds in the current
@@ -192,6 +229,9 @@ export class ReplicaManager {
     this.removeStrayLogs(this.metadata.image());
     this.applyImage(this.metadata.image());
     this.unsubscribe = this.metadata.subscribe((image) => this.applyImage(image));
+    // Kafka checks for lagging followers at half replica.lag.time.max.ms.
+    this.isrTimer = setInterval(() => this.shrinkIsrs(), Math.max(10, this.replicaLagTimeMaxMs / 2));
+    this.isrTimer.unref();
     return this;
   }
 
@@ -199,7 +239,10 @@ export class ReplicaManager {
   stop(): void {
     this.unsubscribe?.();
     this.unsubscribe = null;
+    if (this.isrTimer) clearInterval(this.isrTimer);
+    this.isrTimer = null;
     this.releaseFetchWaiters();
+    for (const key of [...this.replicationWaiters.keys()]) this.finishReplicationWaiters(key, () => ErrorCode.NOT_LEADER_OR_FOLLOWER);
   }
 
   /** The log of a partition this broker has opened, or undefined. */
@@ -263,8 +306,8 @@ export class ReplicaManager {
           errorMessage: result.message,
         };
       }
-      // The ISR is this broker alone: what is written is committed.
-      log.updateHighWatermark(log.logEndOffset);
+      // Committed once every ISR member has it: at once when the ISR is this broker alone.
+      this.maybeAdvanceHighWatermark(topic, partition);
       this.wakeFetches(topic, partition);
       return {
         errorCode: ErrorCode.NONE,
@@ -273,6 +316,7 @@ export class ReplicaManager {
         logStartOffset: result.logStartOffset,
         recordErrors: [],
         errorMessage: null,
+        replicatedAt: log.logEndOffset,
       };
     } catch (err) {
       if (err instanceof StorageError) {
@@ -551,6 +595,146 @@ export class ReplicaManager {
   }
 
   /**
+   * A follower's fetch reached this broker, its leader: the fetch offset is
+   * the follower's log end, as in Kafka's updateFollowerFetchState. The
+   * follower is caught up when it has everything the leader had then, or at
+   * its previous fetch; one caught up to the high watermark (and into this
+   * leader epoch) joins the ISR; the high watermark then moves to what every
+   * ISR member has. A fetch from a non-replica, or to a non-leader, changes
+   * nothing.
+   */
+  recordFollowerFetch(topic: string, partition: number, replicaId: number, fetchOffset: bigint): void {
+    const state = this.partitionState(topic, partition);
+    if (!state || state.leader !== this.nodeId || replicaId === this.nodeId || !state.replicas.includes(replicaId)) return;
+    const log = this.logs.get(topic, partition);
+    if (!log || log.isOffline) return;
+    const key = waiterKey(topic, partition);
+    const now = this.now();
+    let states = this.followers.get(key);
+    if (!states) this.followers.set(key, (states = new Map()));
+    let st = states.get(replicaId);
+    if (!st) states.set(replicaId, (st = { leo: -1n, lastCaughtUpMs: 0, lastFetchLeaderLeo: -1n, lastFetchMs: now }));
+    const leaderLeo = log.logEndOffset;
+    if (fetchOffset >= leaderLeo) st.lastCaughtUpMs = now;
+    else if (st.lastFetchLeaderLeo >= 0n && fetchOffset >= st.lastFetchLeaderLeo) st.lastCaughtUpMs = Math.max(st.lastCaughtUpMs, st.lastFetchMs);
+    st.lastFetchLeaderLeo = leaderLeo;
+    st.lastFetchMs = now;
+    st.leo = fetchOffset;
+    if (!state.isr.includes(replicaId)) {
+      const epochStart = log.leaderEpochs.epochEntry(state.leaderEpoch)?.startOffset ?? 0n;
+      if (fetchOffset >= log.highWatermark && fetchOffset >= epochStart) this.proposeIsr(topic, partition, state, [...state.isr, replicaId], 'caught up');
+    }
+    this.maybeAdvanceHighWatermark(topic, partition);
+  }
+
+  /**
+   * Resolves with the error code of an acks=-1 append once the high
+   * watermark reaches `requiredOffset` (the append's replicatedAt): NONE, or
+   * NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
+   * min.insync.replicas meanwhile (as Kafka's DelayedProduce checks it);
+   * NOT_LEADER_OR_FOLLOWER when leadership moves first; REQUEST_TIMED_OUT
+   * after `timeoutMs`.
+   */
+  waitForReplication(topic: string, partition: number, requiredOffset: bigint, timeoutMs: number): Promise<number> {
+    const verdict = this.replicationVerdict(topic, partition, requiredOffset);
+    if (verdict !== null) return Promise.resolve(verdict);
+    const key = waiterKey(topic, partition);
+    return new Promise((resolve) => {
+      let set = this.replicationWaiters.get(key);
+      if (!set) this.replicationWaiters.set(key, (set = new Set()));
+      const timer = setTimeout(() => w.finish(ErrorCode.REQUEST_TIMED_OUT), Math.max(0, timeoutMs));
+      const w: ReplicationWaiter = {
+        requiredOffset,
+        finish: (code) => {
+          clearTimeout(timer);
+          const s = this.replicationWaiters.get(key);
+          s?.delete(w);
+          if (s?.size === 0) this.replicationWaiters.delete(key);
+          resolve(code);
+        },
+      };
+      set.add(w);
+    });
+  }
+
+  /** The answer for an acks=-1 append now, or null while it must wait. */
+  private replicationVerdict(topic: string, partition: number, requiredOffset: bigint): number | null {
+    const state = this.partitionState(topic, partition);
+    if (!state || state.leader !== this.nodeId) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
+    const log = this.logs.get(topic, partition);
+    if (!log) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
+    if (log.highWatermark < requiredOffset) return null;
+    const minIsr = Math.min(log.config.minInSyncReplicas, state.replicas.length);
+    return state.isr.length < minIsr ? ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND : ErrorCode.NONE;
+  }
+
+  private finishReplicationWaiters(key: string, verdict: (w: ReplicationWaiter) => number | null): void {
+    const set = this.replicationWaiters.get(key);
+    if (!set) return;
+    for (const w of [...set]) {
+      const code = verdict(w);
+      if (code !== null) w.finish(code);
+    }
+  }
+
+  /**
+   * As leader: moves the high watermark to the least log end among the ISR
+   * (this broker's own included), never back, and answers what waited for it.
+   */
+  private maybeAdvanceHighWatermark(topic: string, partition: number): void {
+    const state = this.partitionState(topic, partition);
+    if (!state || state.leader !== this.nodeId) return;
+    const log = this.logs.get(topic, partition);
+    if (!log || log.isOffline) return;
+    const key = waiterKey(topic, partition);
+    const states = this.followers.get(key);
+    let hw = log.logEndOffset;
+    for (const r of state.isr) {
+      if (r === this.nodeId) continue;
+      const leo = states?.get(r)?.leo ?? -1n;
+      if (leo < hw) hw = leo;
+    }
+    if (hw > log.highWatermark) {
+      try {
+        log.updateHighWatermark(hw);
+      } catch (err) {
+        if (!(err instanceof StorageError)) throw err;
+        return;
+      }
+      this.wakeFetches(topic, partition);
+    }
+    this.finishReplicationWaiters(key, (w) => this.replicationVerdict(topic, partition, w.requiredOffset));
+  }
+
+  /** Asks the metadata store for a new ISR of a partition this broker leads; one change at a time per partition. */
+  private proposeIsr(topic: string, partition: number, state: PartitionState, isr: number[], why: string): void {
+    const key = waiterKey(topic, partition);
+    const alter = this.metadata.alterPartitionIsr?.bind(this.metadata);
+    if (!alter || this.pendingIsr.has(key)) return;
+    this.pendingIsr.add(key);
+    this.log.info({ topic, partition, leaderEpoch: state.leaderEpoch, isr: state.isr, newIsr: isr, why }, 'changing the ISR');
+    alter(topic, partition, state.leaderEpoch, isr)
+      .catch((err: unknown) => this.log.warn({ topic, partition, err: (err as Error).message }, 'the ISR change did not go through; it is tried again at the next chance'))
+      .finally(() => {
+        this.pendingIsr.delete(key);
+        this.maybeAdvanceHighWatermark(topic, partition);
+      });
+  }
+
+  /** Followers in the ISR that have not caught up for replica.lag.time.max.ms leave it (Kafka's maybeShrinkIsr). */
+  private shrinkIsrs(): void {
+    const now = this.now();
+    for (const t of this.metadata.image().topics.values()) {
+      for (const p of t.partitions) {
+        if (p.leader !== this.nodeId || p.isr.length <= 1) continue;
+        const states = this.followers.get(waiterKey(t.name, p.partition));
+        const lagging = p.isr.filter((r) => r !== this.nodeId && now - (states?.get(r)?.lastCaughtUpMs ?? 0) > this.replicaLagTimeMaxMs);
+        if (lagging.length > 0) this.proposeIsr(t.name, p.partition, p, p.isr.filter((r) => !lagging.includes(r)), `no catch-up for ${this.replicaLagTimeMaxMs} ms by ${lagging.join(',')}`);
+      }
+    }
+  }
+
+  /**
    * Where a partition this broker follows stands: the fetch position (log
    * end) and log start to send its leader. Null when this broker is not a
    * follower of it (no replica, the leader, or its log cannot open).
@@ -615,6 +799,43 @@ export class ReplicaManager {
       if (err instanceof RangeError) return { errorCode: ErrorCode.CORRUPT_MESSAGE, logEndOffset: log.logEndOffset };
       throw err;
     }
+  }
+
+  /** The latest leader epoch in a followed partition's log, or null for a log without any (nothing to truncate). */
+  followerLatestEpoch(topic: string, partition: number): number | null {
+    if (this.followerPosition(topic, partition) === null) return null;
+    return this.logs.get(topic, partition)?.leaderEpochs.latestEntry()?.epoch ?? null;
+  }
+
+  /**
+   * Cuts off what a follower has that its leader does not, from the leader's
+   * answer to OffsetForLeaderEpoch for the follower's latest epoch (Kafka's
+   * getOffsetTruncationState): to where the leader says that epoch ended, or,
+   * when the leader knows only an older epoch, to where that epoch ends
+   * here if sooner; to the high watermark when the leader knows none of
+   * it. Returns the new log end, or null when this broker does not follow
+   * the partition.
+   */
+  truncateFollowerToLeader(topic: string, partition: number, leaderEpoch: number, leaderEndOffset: bigint, requestedEpoch: number): bigint | null {
+    if (this.followerPosition(topic, partition) === null) return null;
+    const log = this.logs.get(topic, partition)!;
+    let to: bigint;
+    if (leaderEpoch < 0 || leaderEndOffset < 0n) to = log.highWatermark;
+    else if (leaderEpoch < requestedEpoch) {
+      const here = log.endOffsetForEpoch(leaderEpoch)?.endOffset ?? log.logEndOffset;
+      to = here < leaderEndOffset ? here : leaderEndOffset;
+    } else to = leaderEndOffset;
+    if (to < log.logEndOffset) {
+      this.log.info({ topic, partition, from: log.logEndOffset, to, leaderEpoch }, 'truncating what the leader does not have');
+      try {
+        log.truncateTo(to);
+      } catch (err) {
+        if (!(err instanceof StorageError)) throw err;
+        this.log.warn({ topic, partition, err }, 'cannot truncate the follower log');
+      }
+      this.wakeFetches(topic, partition);
+    }
+    return log.logEndOffset;
   }
 
   /**
@@ -827,12 +1048,21 @@ export class ReplicaManager {
         this.log.warn({ topic: first.topic, partition: first.partition, err: first.err, failedPartitions: failed.length }, 'cannot create partition logs');
       }
     }
+    const led = new Set<string>();
     for (const t of image.topics.values()) {
       for (const p of t.partitions) {
         if (!p.replicas.includes(this.nodeId) || p.leader !== this.nodeId) continue;
         const log = this.logs.get(t.name, p.partition);
-        if (log) this.becomeLeader(t.name, p, log);
+        if (!log) continue;
+        led.add(waiterKey(t.name, p.partition));
+        this.becomeLeader(t.name, p, log);
       }
+    }
+    for (const key of [...this.ledAtEpoch.keys()]) {
+      if (led.has(key)) continue;
+      this.ledAtEpoch.delete(key);
+      this.followers.delete(key);
+      this.finishReplicationWaiters(key, () => ErrorCode.NOT_LEADER_OR_FOLLOWER);
     }
   }
 
@@ -847,13 +1077,25 @@ export class ReplicaManager {
    */
   private becomeLeader(topic: string, p: PartitionState, log: PartitionLog): void {
     if (log.isOffline) return;
+    const key = waiterKey(topic, p.partition);
+    if (this.ledAtEpoch.get(key) !== p.leaderEpoch) {
+      // A new leadership: what was known of followers is forgotten; ISR members count as caught up now (Kafka's makeLeader).
+      this.ledAtEpoch.set(key, p.leaderEpoch);
+      const now = this.now();
+      const states = new Map<number, FollowerState>();
+      for (const r of p.replicas) {
+        if (r !== this.nodeId) states.set(r, { leo: -1n, lastCaughtUpMs: p.isr.includes(r) ? now : 0, lastFetchLeaderLeo: -1n, lastFetchMs: now });
+      }
+      this.followers.set(key, states);
+    }
     const latest = log.leaderEpochs.latestEntry();
     try {
       if (latest === undefined || latest.epoch < p.leaderEpoch) log.maybeAssignEpochStartOffset(p.leaderEpoch, log.logEndOffset);
-      if (p.isr.length === 1 && p.isr[0] === this.nodeId) log.updateHighWatermark(log.logEndOffset);
     } catch (err) {
       this.log.warn({ topic, partition: p.partition, err }, 'cannot record the leader epoch; the log is offline');
+      return;
     }
+    this.maybeAdvanceHighWatermark(topic, p.partition);
   }
 
   /**

@@ -142,7 +142,7 @@ export class Broker {
     }
     // Before the replica manager, so that a new topic's logs open with their config.
     followTopicLogConfigs(store, logs, staticConfig, config.nodeId);
-    const replicas = new ReplicaManager(config.nodeId, store, logs, log).start();
+    const replicas = new ReplicaManager(config.nodeId, store, logs, log, { replicaLagTimeMaxMs: config.replicaLagTimeMaxMs }).start();
     logs.start();
     const settings: BrokerSettings = { ...config, staticConfig };
     // After the replica manager: the coordinator loads its groups from the partition logs it opened.

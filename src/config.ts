@@ -28,6 +28,7 @@ export const CONFIG_DEFS = {
   'broker.rack': { kind: 'string', default: null, doc: 'Rack of this broker, reported in Metadata.' },
   'metadata.store': { kind: 'string', default: 'local', doc: 'Where cluster metadata lives: local (this broker alone, in its data directory) or etcd://HOST:PORT[,HOST:PORT...] (a cluster of brokers sharing that etcd).' },
   'metadata.etcd.root': { kind: 'string', default: '/gregor/', doc: 'The etcd key prefix of this cluster\'s metadata; clusters sharing one etcd each need their own.' },
+  'replica.lag.time.max.ms': { kind: 'long', default: '30000', doc: 'A follower that has not caught up with its leader for this long leaves the ISR; one that catches up joins it again.', min: 1, max: 2147483647 },
   'broker.session.timeout.ms': { kind: 'int', default: '9000', doc: 'With etcd: a broker that stops renewing its registration for this long (whole seconds) counts as gone, and its partitions get new leaders.', min: 1000 },
   'num.partitions': { kind: 'int', default: '1', doc: 'Partitions of an auto-created topic.', min: 1 },
   'default.replication.factor': { kind: 'int', default: '1', doc: 'Replication factor of an auto-created topic.', min: 1 },
@@ -81,6 +82,7 @@ export interface BrokerConfig {
   readonly rack: string | null;
   readonly metadata: MetadataStoreSpec;
   readonly brokerSessionTimeoutMs: number;
+  readonly replicaLagTimeMaxMs: number;
   readonly numPartitions: number;
   readonly defaultReplicationFactor: number;
   readonly autoCreateTopicsEnable: boolean;
@@ -226,6 +228,7 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     rack: get('broker.rack'),
     metadata: parseMetadataStore(get('metadata.store')!, get('metadata.etcd.root')!),
     brokerSessionTimeoutMs: int('broker.session.timeout.ms'),
+    replicaLagTimeMaxMs: int('replica.lag.time.max.ms'),
     numPartitions: int('num.partitions'),
     defaultReplicationFactor: int('default.replication.factor'),
     autoCreateTopicsEnable: bool('auto.create.topics.enable'),
