@@ -172,7 +172,7 @@ export const fetch = defineHandler<FetchRequest, FetchResponse>({
     }
     const erroneous = [...unknownIds, ...unknownPartitions];
     // A follower's fetch offset is its log end: the leader learns from it what the follower has.
-    if (isFollower) for (const p of interesting) replicas.recordFollowerFetch(p.key.topic!, p.key.partition, replicaId, p.data.fetchOffset);
+    if (isFollower) for (const p of interesting) replicas.recordFollowerFetch(p.key.topic!, p.key.partition, replicaId, p.data.fetchOffset, p.data.currentLeaderEpoch);
 
     const fetchMaxBytes = Math.min(v >= 3 ? req.maxBytes : INT32_MAX, settings.fetchMaxBytes ?? DEFAULT_FETCH_MAX_BYTES);
     const fetchMinBytes = Math.min(req.minBytes, fetchMaxBytes);

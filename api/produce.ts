@@ -198,7 +198,7 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
         }
       }
     }
-    await Promise.all(replicated);
+    if (replicated.length > 0) await Promise.all(replicated);
     if (acks === 0) return NO_RESPONSE;
     return { responses, throttleTimeMs: 0, nodeEndpoints: [] };
   },

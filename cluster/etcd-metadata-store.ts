@@ -334,7 +334,10 @@ export class EtcdMetadataStore implements MetadataStore {
     return this.current.dynamicBrokerConfigs;
   }
 
-  async alterPartitionIsr(topic: string, partition: number, leaderEpoch: number, isr: readonly number[]): Promise<void> {
+  async alterPartitionIsr(topic: string, partition: number, leaderEpoch: number, baseIsr: readonly number[], isr: readonly number[]): Promise<void> {
+    const sameSet = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((r) => b.includes(r));
+    const gone = isr.filter((r) => !baseIsr.includes(r) && !this.current.brokers.has(r));
+    if (gone.length > 0) throw new ConcurrentChangeError(`replicas ${gone.join(',')} are not live brokers; they cannot join the ISR`);
     await this.withRetries(async () => {
       const partsKey = this.layout.partitions(topic);
       const entry = this.entries.get(partsKey);
@@ -345,7 +348,9 @@ export class EtcdMetadataStore implements MetadataStore {
       if (s.leader !== this.self?.nodeId || s.leaderEpoch !== leaderEpoch) {
         throw new ConcurrentChangeError(`partition ${topic}-${partition} is led by ${s.leader} at epoch ${s.leaderEpoch} now, not by this broker at ${leaderEpoch}`);
       }
-      if (s.isr.length === isr.length && s.isr.every((r) => isr.includes(r))) return { done: undefined, revision: this.applied };
+      if (sameSet(s.isr, isr)) return { done: undefined, revision: this.applied };
+      // Made from an ISR that has changed since (the controller dropped a dead replica): the leader asks again from the new one.
+      if (!sameSet(s.isr, baseIsr)) throw new ConcurrentChangeError(`the ISR of ${topic}-${partition} is [${s.isr.join(',')}] now, not [${baseIsr.join(',')}]`);
       const next = states.map((x, i) => (i === partition ? { ...x, isr: [...isr], partitionEpoch: x.partitionEpoch + 1 } : x));
       const c = this.client;
       const res = await this.call(() => c.if(partsKey, 'Mod', '==', entry.modRevision).then(c.put(partsKey).value(JSON.stringify(next))).commit());

@@ -131,11 +131,12 @@ export interface MetadataStore {
   allocateProducerIdBlock(): Promise<{ firstProducerId: bigint; size: number }>;
   /**
    * As the leader of a partition at `leaderEpoch`: makes `isr` its in-sync
-   * replicas (Kafka's AlterPartition). Refused (the promise rejects) when the
-   * partition has another leader or epoch by now. Stores where one broker
-   * holds every replica have no followers and no such method.
+   * replicas instead of `baseIsr` (Kafka's AlterPartition). Refused (the
+   * promise rejects) when the partition has another leader, epoch or ISR by
+   * now, or when a replica added is not a live broker. Stores where one
+   * broker holds every replica have no followers and no such method.
    */
-  alterPartitionIsr?(topic: string, partition: number, leaderEpoch: number, isr: readonly number[]): Promise<void>;
+  alterPartitionIsr?(topic: string, partition: number, leaderEpoch: number, baseIsr: readonly number[], isr: readonly number[]): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -370,7 +370,8 @@ class LeaderFetchLoop {
         const f = pending.find((x) => x.topic === t.topic && x.partition === p.partition);
         // An error (a leader not there yet): asked again before the next fetch.
         if (!f || p.errorCode !== ErrorCode.NONE || this.partitions.get(key)?.leaderEpoch !== f.leaderEpoch) continue;
-        if (this.replicas.truncateFollowerToLeader(t.topic, p.partition, p.leaderEpoch, p.endOffset, f.epoch) !== null) this.truncatedAt.set(key, f.leaderEpoch);
+        // Not done when the leader's answer was about an epoch this log lacks: asked again, about an older one of ours.
+        if (this.replicas.truncateFollowerToLeader(t.topic, p.partition, p.leaderEpoch, p.endOffset, f.epoch)?.done) this.truncatedAt.set(key, f.leaderEpoch);
       }
     }
   }

@@ -46,7 +46,7 @@ class Store {
     this.current = this.build();
     for (const l of this.listeners) l(this.current);
   }
-  async alterPartitionIsr(_t: string, _p: number, leaderEpoch: number, isr: readonly number[]): Promise<void> {
+  async alterPartitionIsr(_t: string, _p: number, leaderEpoch: number, _base: readonly number[], isr: readonly number[]): Promise<void> {
     this.asked.push([...isr]);
     if (leaderEpoch !== this.state.leaderEpoch) throw new Error('fenced');
     if (this.autoApply) this.set({ isr: [...isr] });
@@ -78,14 +78,14 @@ describe('the leader of a replicated partition', () => {
     const { rm, append } = leader([1, 2, 3]);
     append(10);
     expect(hw(rm)).toBe(0n);
-    rm.recordFollowerFetch('t', 0, 2, 10n);
+    rm.recordFollowerFetch('t', 0, 2, 10n, 5);
     expect(hw(rm)).toBe(0n);
-    rm.recordFollowerFetch('t', 0, 3, 4n);
+    rm.recordFollowerFetch('t', 0, 3, 4n, 5);
     expect(hw(rm)).toBe(4n);
-    rm.recordFollowerFetch('t', 0, 3, 10n);
+    rm.recordFollowerFetch('t', 0, 3, 10n, 5);
     expect(hw(rm)).toBe(10n);
     // Never back.
-    rm.recordFollowerFetch('t', 0, 3, 2n);
+    rm.recordFollowerFetch('t', 0, 3, 2n, 5);
     expect(hw(rm)).toBe(10n);
   });
 
@@ -93,14 +93,38 @@ describe('the leader of a replicated partition', () => {
     const { rm, store, append } = leader([1]);
     append(5);
     expect(hw(rm)).toBe(5n);
-    rm.recordFollowerFetch('t', 0, 2, 3n);
+    rm.recordFollowerFetch('t', 0, 2, 3n, 5);
     expect(store.asked).toEqual([]);
-    rm.recordFollowerFetch('t', 0, 2, 5n);
+    rm.recordFollowerFetch('t', 0, 2, 5n, 5);
     expect(store.asked).toEqual([[1, 2]]);
     expect(store.image().topics.get('t')!.partitions[0]!.isr).toEqual([1, 2]);
     // A replica id that is not a replica changes nothing.
-    rm.recordFollowerFetch('t', 0, 7, 5n);
+    rm.recordFollowerFetch('t', 0, 7, 5n, 5);
     expect(store.asked).toEqual([[1, 2]]);
+  });
+
+  it('counts a follower being added to the ISR before the image shows it: the high watermark waits for it too', () => {
+    const { rm, store, append } = leader([1]);
+    store.autoApply = false;
+    append(5);
+    rm.recordFollowerFetch('t', 0, 2, 5n, 5);
+    expect(store.asked).toEqual([[1, 2]]);
+    // The store may have written [1, 2] already: what broker 2 lacks is not committed.
+    append(3);
+    expect(hw(rm)).toBe(5n);
+    rm.recordFollowerFetch('t', 0, 2, 8n, 5);
+    expect(hw(rm)).toBe(8n);
+  });
+
+  it('ignores a follower fetch it would refuse: another leader epoch, or past its log end', () => {
+    const { rm, store, append } = leader([1, 2]);
+    append(4);
+    rm.recordFollowerFetch('t', 0, 2, 4n, 4);
+    rm.recordFollowerFetch('t', 0, 2, 9n, 5);
+    expect(hw(rm)).toBe(0n);
+    rm.recordFollowerFetch('t', 0, 2, 4n, 5);
+    expect(hw(rm)).toBe(4n);
+    expect(store.asked).toEqual([]);
   });
 
   it('answers acks=-1 once every ISR member has the records', async () => {
@@ -110,7 +134,7 @@ describe('the leader of a replicated partition', () => {
     const waiting = rm.waitForReplication('t', 0, at, 10_000).then((c) => (answer = c));
     await Promise.resolve();
     expect(answer).toBeNull();
-    rm.recordFollowerFetch('t', 0, 2, at);
+    rm.recordFollowerFetch('t', 0, 2, at, 5);
     await waiting;
     expect(answer).toBe(ErrorCode.NONE);
   });
@@ -139,10 +163,10 @@ describe('the leader of a replicated partition', () => {
     let now = 1_000_000;
     const { rm, store, append } = leader([1, 2, 3], { lagMs: 40, now: () => now });
     append(4);
-    rm.recordFollowerFetch('t', 0, 2, 4n);
-    rm.recordFollowerFetch('t', 0, 3, 1n);
+    rm.recordFollowerFetch('t', 0, 2, 4n, 5);
+    rm.recordFollowerFetch('t', 0, 3, 1n, 5);
     now += 41;
-    rm.recordFollowerFetch('t', 0, 2, 4n);
+    rm.recordFollowerFetch('t', 0, 2, 4n, 5);
     // The check runs every 20 ms.
     const deadline = Date.now() + 2000;
     while (store.asked.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));

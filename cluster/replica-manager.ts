@@ -63,7 +63,7 @@ export interface PartitionAppendResult {
   logStartOffset: bigint;
   recordErrors: { batchIndex: number; message: string }[];
   errorMessage: string | null;
-  /** After a successful append: the high watermark at which the records are on every ISR member (see waitForReplication). */
+  /** After a successful append not yet on every ISR member: the high watermark at which it will be (see waitForReplication). */
   replicatedAt?: bigint;
 }
 
@@ -199,8 +199,15 @@ export class ReplicaManager {
   private readonly followers = new Map<string, Map<number, FollowerState>>();
   /** The leader epoch each led partition's follower states were made for. */
   private readonly ledAtEpoch = new Map<string, number>();
-  /** ISR changes asked of the metadata store and not answered yet: one per partition. */
-  private readonly pendingIsr = new Set<string>();
+  /**
+   * ISR changes asked of the metadata store, by partition: the ISR proposed,
+   * whether the store is still at it, and the leader epoch it was for. Until
+   * the image shows it (or the epoch moves), the high watermark counts the
+   * proposed members too (Kafka's maximal ISR): a follower being added may
+   * already be in the ISR in etcd, and may be elected.
+   */
+  private readonly pendingIsr = new Map<string, { isr: readonly number[]; inFlight: boolean; leaderEpoch: number }>();
+  private replicationClosed = false;
   /** acks=-1 appends waiting for the high watermark, by partition. */
   private readonly replicationWaiters = new Map<string, Set<ReplicationWaiter>>();
   private isrTimer: NodeJS.Timeout | null = null;
@@ -242,7 +249,7 @@ export class ReplicaManager {
     if (this.isrTimer) clearInterval(this.isrTimer);
     this.isrTimer = null;
     this.releaseFetchWaiters();
-    for (const key of [...this.replicationWaiters.keys()]) this.finishReplicationWaiters(key, () => ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    this.releaseReplicationWaiters();
   }
 
   /** The log of a partition this broker has opened, or undefined. */
@@ -307,8 +314,8 @@ export class ReplicaManager {
         };
       }
       // Committed once every ISR member has it: at once when the ISR is this broker alone.
-      this.maybeAdvanceHighWatermark(topic, partition);
-      this.wakeFetches(topic, partition);
+      if (!this.maybeAdvanceHighWatermark(topic, partition)) this.wakeFetches(topic, partition);
+      const committed = log.highWatermark >= log.logEndOffset;
       return {
         errorCode: ErrorCode.NONE,
         baseOffset: result.firstOffset,
@@ -316,7 +323,7 @@ export class ReplicaManager {
         logStartOffset: result.logStartOffset,
         recordErrors: [],
         errorMessage: null,
-        replicatedAt: log.logEndOffset,
+        ...(committed ? {} : { replicatedAt: log.logEndOffset }),
       };
     } catch (err) {
       if (err instanceof StorageError) {
@@ -373,8 +380,7 @@ export class ReplicaManager {
       if (err instanceof StorageError) return ErrorCode.KAFKA_STORAGE_ERROR;
       throw err;
     }
-    log.updateHighWatermark(log.logEndOffset);
-    this.wakeFetches(topic, partition);
+    if (!this.maybeAdvanceHighWatermark(topic, partition)) this.wakeFetches(topic, partition);
     if (topic === GROUP_METADATA_TOPIC) this.onOffsetsTxnMarker?.(partition, m.producerId, m.commit);
     return ErrorCode.NONE;
   }
@@ -603,11 +609,13 @@ export class ReplicaManager {
    * ISR member has. A fetch from a non-replica, or to a non-leader, changes
    * nothing.
    */
-  recordFollowerFetch(topic: string, partition: number, replicaId: number, fetchOffset: bigint): void {
+  recordFollowerFetch(topic: string, partition: number, replicaId: number, fetchOffset: bigint, currentLeaderEpoch: number): void {
     const state = this.partitionState(topic, partition);
     if (!state || state.leader !== this.nodeId || replicaId === this.nodeId || !state.replicas.includes(replicaId)) return;
+    // Only a fetch this leader answers counts: at its epoch, within its log (Kafka updates after a good read).
+    if (currentLeaderEpoch !== state.leaderEpoch) return;
     const log = this.logs.get(topic, partition);
-    if (!log || log.isOffline) return;
+    if (!log || log.isOffline || fetchOffset > log.logEndOffset || fetchOffset < log.logStartOffset) return;
     const key = waiterKey(topic, partition);
     const now = this.now();
     let states = this.followers.get(key);
@@ -620,11 +628,17 @@ export class ReplicaManager {
     st.lastFetchLeaderLeo = leaderLeo;
     st.lastFetchMs = now;
     st.leo = fetchOffset;
-    if (!state.isr.includes(replicaId)) {
+    if (!state.isr.includes(replicaId) && this.metadata.image().brokers.has(replicaId)) {
       const epochStart = log.leaderEpochs.epochEntry(state.leaderEpoch)?.startOffset ?? 0n;
       if (fetchOffset >= log.highWatermark && fetchOffset >= epochStart) this.proposeIsr(topic, partition, state, [...state.isr, replicaId], 'caught up');
     }
     this.maybeAdvanceHighWatermark(topic, partition);
+  }
+
+  /** Answers every acks=-1 append still waiting (NOT_LEADER_OR_FOLLOWER), and every later one at once: the broker is stopping. */
+  releaseReplicationWaiters(): void {
+    this.replicationClosed = true;
+    for (const key of [...this.replicationWaiters.keys()]) this.finishReplicationWaiters(key, () => ErrorCode.NOT_LEADER_OR_FOLLOWER);
   }
 
   /**
@@ -636,6 +650,7 @@ export class ReplicaManager {
    * after `timeoutMs`.
    */
   waitForReplication(topic: string, partition: number, requiredOffset: bigint, timeoutMs: number): Promise<number> {
+    if (this.replicationClosed) return Promise.resolve(ErrorCode.NOT_LEADER_OR_FOLLOWER);
     const verdict = this.replicationVerdict(topic, partition, requiredOffset);
     if (verdict !== null) return Promise.resolve(verdict);
     const key = waiterKey(topic, partition);
@@ -679,46 +694,72 @@ export class ReplicaManager {
 
   /**
    * As leader: moves the high watermark to the least log end among the ISR
-   * (this broker's own included), never back, and answers what waited for it.
+   * and any members being added to it (this broker's own included), never
+   * back, and answers what waited for it. True when it woke the partition's
+   * parked fetches.
    */
-  private maybeAdvanceHighWatermark(topic: string, partition: number): void {
+  private maybeAdvanceHighWatermark(topic: string, partition: number): boolean {
     const state = this.partitionState(topic, partition);
-    if (!state || state.leader !== this.nodeId) return;
+    if (!state || state.leader !== this.nodeId) return false;
     const log = this.logs.get(topic, partition);
-    if (!log || log.isOffline) return;
+    if (!log || log.isOffline) return false;
     const key = waiterKey(topic, partition);
     const states = this.followers.get(key);
+    const pending = this.pendingIsr.get(key);
     let hw = log.logEndOffset;
-    for (const r of state.isr) {
-      if (r === this.nodeId) continue;
+    const count = (r: number): void => {
+      if (r === this.nodeId) return;
       const leo = states?.get(r)?.leo ?? -1n;
       if (leo < hw) hw = leo;
-    }
+    };
+    for (const r of state.isr) count(r);
+    if (pending && pending.leaderEpoch === state.leaderEpoch) for (const r of pending.isr) count(r);
+    let woke = false;
     if (hw > log.highWatermark) {
       try {
         log.updateHighWatermark(hw);
       } catch (err) {
         if (!(err instanceof StorageError)) throw err;
-        return;
+        return false;
       }
       this.wakeFetches(topic, partition);
+      woke = true;
     }
-    this.finishReplicationWaiters(key, (w) => this.replicationVerdict(topic, partition, w.requiredOffset));
+    if (this.replicationWaiters.has(key)) this.finishReplicationWaiters(key, (w) => this.replicationVerdict(topic, partition, w.requiredOffset));
+    return woke;
   }
 
-  /** Asks the metadata store for a new ISR of a partition this broker leads; one change at a time per partition. */
+  /**
+   * Asks the metadata store for a new ISR of a partition this broker leads,
+   * made from the ISR it has now; one change at a time per partition. The
+   * proposal counts for the high watermark until the image shows it or the
+   * leader epoch moves, also when the store's answer was lost (the write may
+   * have landed); a failed one may be asked again.
+   */
   private proposeIsr(topic: string, partition: number, state: PartitionState, isr: number[], why: string): void {
     const key = waiterKey(topic, partition);
     const alter = this.metadata.alterPartitionIsr?.bind(this.metadata);
-    if (!alter || this.pendingIsr.has(key)) return;
-    this.pendingIsr.add(key);
+    const pending = this.pendingIsr.get(key);
+    if (!alter || pending?.inFlight) return;
+    const entry = { isr: pending && pending.leaderEpoch === state.leaderEpoch ? [...new Set([...pending.isr, ...isr])] : isr, inFlight: true, leaderEpoch: state.leaderEpoch };
+    this.pendingIsr.set(key, entry);
     this.log.info({ topic, partition, leaderEpoch: state.leaderEpoch, isr: state.isr, newIsr: isr, why }, 'changing the ISR');
-    alter(topic, partition, state.leaderEpoch, isr)
-      .catch((err: unknown) => this.log.warn({ topic, partition, err: (err as Error).message }, 'the ISR change did not go through; it is tried again at the next chance'))
+    alter(topic, partition, state.leaderEpoch, state.isr, isr)
+      .catch((err: unknown) => this.log.warn({ topic, partition, err: (err as Error).message }, 'the ISR change did not go through; it is asked again at the next chance'))
       .finally(() => {
-        this.pendingIsr.delete(key);
+        entry.inFlight = false;
+        this.settlePendingIsr(topic, partition);
         this.maybeAdvanceHighWatermark(topic, partition);
       });
+  }
+
+  /** Forgets a settled ISR proposal once the image shows it, or shows another leader epoch. */
+  private settlePendingIsr(topic: string, partition: number): void {
+    const key = waiterKey(topic, partition);
+    const pending = this.pendingIsr.get(key);
+    if (!pending || pending.inFlight) return;
+    const state = this.partitionState(topic, partition);
+    if (!state || state.leader !== this.nodeId || state.leaderEpoch !== pending.leaderEpoch || pending.isr.every((r) => state.isr.includes(r))) this.pendingIsr.delete(key);
   }
 
   /** Followers in the ISR that have not caught up for replica.lag.time.max.ms leave it (Kafka's maybeShrinkIsr). */
@@ -816,14 +857,18 @@ export class ReplicaManager {
    * it. Returns the new log end, or null when this broker does not follow
    * the partition.
    */
-  truncateFollowerToLeader(topic: string, partition: number, leaderEpoch: number, leaderEndOffset: bigint, requestedEpoch: number): bigint | null {
+  truncateFollowerToLeader(topic: string, partition: number, leaderEpoch: number, leaderEndOffset: bigint, requestedEpoch: number): { done: boolean } | null {
     if (this.followerPosition(topic, partition) === null) return null;
     const log = this.logs.get(topic, partition)!;
     let to: bigint;
+    // Done once the answer is about an epoch this log has too; else the next question is about an older epoch of ours.
+    let done = true;
     if (leaderEpoch < 0 || leaderEndOffset < 0n) to = log.highWatermark;
     else if (leaderEpoch < requestedEpoch) {
-      const here = log.endOffsetForEpoch(leaderEpoch)?.endOffset ?? log.logEndOffset;
-      to = here < leaderEndOffset ? here : leaderEndOffset;
+      const here = log.endOffsetForEpoch(leaderEpoch);
+      const end = here?.endOffset ?? log.logEndOffset;
+      to = end < leaderEndOffset ? end : leaderEndOffset;
+      done = here?.epoch === leaderEpoch;
     } else to = leaderEndOffset;
     if (to < log.logEndOffset) {
       this.log.info({ topic, partition, from: log.logEndOffset, to, leaderEpoch }, 'truncating what the leader does not have');
@@ -832,10 +877,11 @@ export class ReplicaManager {
       } catch (err) {
         if (!(err instanceof StorageError)) throw err;
         this.log.warn({ topic, partition, err }, 'cannot truncate the follower log');
+        return { done: false };
       }
       this.wakeFetches(topic, partition);
     }
-    return log.logEndOffset;
+    return { done };
   }
 
   /**
@@ -1062,7 +1108,10 @@ export class ReplicaManager {
       if (led.has(key)) continue;
       this.ledAtEpoch.delete(key);
       this.followers.delete(key);
-      this.finishReplicationWaiters(key, () => ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    }
+    for (const key of [...this.pendingIsr.keys()]) if (!led.has(key)) this.pendingIsr.delete(key);
+    for (const key of [...this.replicationWaiters.keys()]) {
+      if (!led.has(key)) this.finishReplicationWaiters(key, () => ErrorCode.NOT_LEADER_OR_FOLLOWER);
     }
   }
 
@@ -1095,6 +1144,7 @@ export class ReplicaManager {
       this.log.warn({ topic, partition: p.partition, err }, 'cannot record the leader epoch; the log is offline');
       return;
     }
+    this.settlePendingIsr(topic, p.partition);
     this.maybeAdvanceHighWatermark(topic, p.partition);
   }
 

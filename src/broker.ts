@@ -220,6 +220,8 @@ export class Broker {
       // Long-polling fetches answer now instead of holding the drain up to their max_wait_ms,
       // and so do parked JoinGroup and SyncGroup requests (NOT_COORDINATOR), whose timers stop.
       this.replicas.releaseFetchWaiters();
+      // acks=-1 appends still waiting for followers are answered now, not after shutdown.timeout.ms.
+      this.replicas.releaseReplicationWaiters();
       const fetchersStopped = this.fetchers.stop();
       this.groups.shutdown();
       this.transactions.shutdown();
