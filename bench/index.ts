@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { repoRoot } from './brokers.js';
 import { formatTable, type BenchModule, type BenchRow } from './report.js';
 
-const MODULES = ['startup', 'throughput', 'latency', 'scale', 'cross-check'] as const;
+const MODULES = ['startup', 'throughput', 'latency', 'scale', 'cross-check', 'cluster'] as const;
 
 interface Args {
   full: boolean;

@@ -46,6 +46,9 @@ export interface ReplicaFetcherOptions {
 const FETCH_VERSION = 12;
 const LIST_OFFSETS_VERSION = 7;
 const OFFSET_FOR_LEADER_EPOCH_VERSION = 4;
+/** The pause when a partition waits for news of a leadership to reach this broker or the leader. */
+const LEADERSHIP_RETRY_MS = 50;
+const LEADERSHIP_ERRORS: ReadonlySet<number> = new Set([ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH]);
 const EARLIEST = -2n;
 const LATEST = -1n;
 const RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
@@ -191,9 +194,10 @@ class LeaderFetchLoop {
     try {
       while (!this.stopped) {
         try {
-          const progressed = await this.fetchOnce();
+          const outcome = await this.fetchOnce();
           failures = 0;
-          if (!progressed && !this.stopped) await this.pause(backoffMs);
+          // Leadership news travels through etcd to both brokers at about the same time: asked again shortly.
+          if (outcome !== 'progress' && !this.stopped) await this.pause(outcome === 'soon' ? LEADERSHIP_RETRY_MS : backoffMs);
         } catch (err) {
           this.conn?.close();
           this.conn = null;
@@ -254,15 +258,17 @@ class LeaderFetchLoop {
   }
 
   /**
-   * One fetch of every followed partition. True when every partition was
-   * answered without error (the leader long-polls, so an empty answer took
-   * its time); false, for a pause, when there was nothing to ask or some
-   * partition needs its error waited out.
+   * One fetch of every followed partition: 'progress' when every partition
+   * was answered without error (the leader long-polls, so an empty answer
+   * took its time); 'soon' when some partition waits for this broker or the
+   * leader to learn of a new leadership (a short pause); 'backoff' when
+   * there was nothing to ask or an error to wait out.
    */
-  private async fetchOnce(): Promise<boolean> {
+  private async fetchOnce(): Promise<'progress' | 'soon' | 'backoff'> {
     const maxWaitMs = this.opts.maxWaitMs ?? 500;
     await this.truncateNewlyFollowed();
     const all = [...this.partitions.values()].filter((f) => this.truncatedAt.get(followedKey(f.topic, f.partition)) === f.leaderEpoch);
+    const waitingForLeadership = all.length < this.partitions.size;
     const asked = new Map<string, Followed>();
     const topics = new Map<string, FetchRequest['topics'][number]>();
     for (let i = 0; i < all.length; i++) {
@@ -283,7 +289,7 @@ class LeaderFetchLoop {
       });
     }
     this.rotation++;
-    if (asked.size === 0) return false;
+    if (asked.size === 0) return waitingForLeadership ? 'soon' : 'backoff';
     const res = await this.ask<FetchResponse, FetchRequest>(
       'Fetch',
       FETCH_VERSION,
@@ -303,9 +309,10 @@ class LeaderFetchLoop {
       },
       maxWaitMs + REQUEST_TIMEOUT_MS,
     );
-    if (this.stopped) return true;
+    if (this.stopped) return 'progress';
     if (res.errorCode !== ErrorCode.NONE) throw new Error(`fetch refused with error ${res.errorCode}`);
     let clean = true;
+    let leadershipLag = false;
     const outOfRange: Followed[] = [];
     for (const t of res.responses) {
       for (const p of t.partitions) {
@@ -320,7 +327,8 @@ class LeaderFetchLoop {
         }
         // NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH: the next image says who leads.
         if (p.errorCode !== ErrorCode.NONE) {
-          clean = false;
+          if (LEADERSHIP_ERRORS.has(p.errorCode)) leadershipLag = true;
+          else clean = false;
           continue;
         }
         const records = p.records ?? Buffer.alloc(0);
@@ -333,7 +341,8 @@ class LeaderFetchLoop {
       }
     }
     if (outOfRange.length > 0) await this.resetOutOfRange(outOfRange);
-    return clean;
+    if (!clean) return 'backoff';
+    return leadershipLag || waitingForLeadership ? 'soon' : 'progress';
   }
 
   /**

@@ -31,7 +31,7 @@ export interface DevClusterOptions {
   readonly sessionTimeoutMs: number;
 }
 
-export const DEV_CLUSTER_DEFAULTS = { brokers: 3, port: 9092, dataDir: './data/dev-cluster', sessionTimeoutMs: 3000 } as const;
+export const DEV_CLUSTER_DEFAULTS = { brokers: 3, port: 9092, dataDir: './data/dev-cluster', sessionTimeoutMs: 2000 } as const;
 
 const READY_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 15_000;

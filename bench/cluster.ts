@@ -1,0 +1,271 @@
+/**
+ * Cluster benchmark: three gregor brokers on one etcd (Debian's etcd-server),
+ * each a process of its own on this machine, as `gregor dev-cluster` runs
+ * them (broker.session.timeout.ms 2000).
+ *
+ *   node dist/bench/cluster.js [--quick | --full]
+ *
+ * - acks=all throughput: the load generator of the throughput benchmark
+ *   (bench/load.ts: pre-encoded 16 KiB batches of 100 B records, 4
+ *   connections x 8 in flight) produces with acks=-1 to a topic of 3
+ *   partitions with 3 replicas each and min.insync.replicas 2, all led by
+ *   broker 1, so that every append waits for both followers.
+ * - Failover time: the leader of a partition with 3 in-sync replicas is
+ *   killed with SIGKILL; the time from the kill to the first acks=-1 produce
+ *   that the new leader acknowledges (one record, retried every 20 ms
+ *   against whichever broker Metadata names). The killed broker is started
+ *   again and back in the ISR before the next round.
+ *
+ * Apache Kafka is not run as a 3-broker cluster here. Without etcd the module
+ * reports that it was skipped.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ErrorCode, errorName } from '../wire/errors.js';
+import type { CreateTopicsRequest } from '../wire/messages/create-topics-request.js';
+import type { CreateTopicsResponse } from '../wire/messages/create-topics-response.js';
+import type { MetadataRequest } from '../wire/messages/metadata-request.js';
+import type { MetadataResponse } from '../wire/messages/metadata-response.js';
+import type { ProduceRequest } from '../wire/messages/produce-request.js';
+import type { ProduceResponse } from '../wire/messages/produce-response.js';
+import { ZERO_UUID } from '../wire/uuid.js';
+import { WireConnection, api } from '../cluster/kafka-connection.js';
+import { repoRoot } from './brokers.js';
+import { benchBatch, describeErrors, produceLoad, recordsPerBatchFor, PRODUCE_VERSION } from './load.js';
+import type { BenchModule, BenchRow } from './report.js';
+import { runStandalone } from './report.js';
+
+const MODULE = 'cluster';
+const BROKERS = 3;
+const SESSION_MS = 2000;
+const GOAL_FAILOVER_MS = 3000;
+const GOAL_ACKS_ALL_RATE = 300_000;
+
+interface Gregor {
+  bootstrap: string;
+  host: string;
+  port: number;
+  pid: number;
+  stop(): Promise<number>;
+}
+interface Etcd {
+  endpoint: string;
+  stop(): Promise<void>;
+}
+
+async function lib<T>(name: string): Promise<T> {
+  return (await import(pathToFileURL(join(repoRoot(), 'compat-tests', 'lib', name)).href)) as T;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+class Cluster {
+  readonly running = new Map<number, Gregor>();
+  private readonly dirs = new Map<number, string>();
+  private constructor(
+    private readonly etcd: Etcd,
+    private readonly startGregor: (o: { dataDir: string; args: string[] }) => Promise<Gregor>,
+  ) {}
+
+  static async start(): Promise<Cluster | null> {
+    const { etcdBinary, startEtcd } = await lib<{ etcdBinary(): string | null; startEtcd(): Promise<Etcd> }>('etcd.mjs');
+    if (etcdBinary() === null) return null;
+    const { startGregor } = await lib<{ startGregor(o: { dataDir: string; args: string[] }): Promise<Gregor> }>('gregor.mjs');
+    const c = new Cluster(await startEtcd(), startGregor);
+    try {
+      await Promise.all(Array.from({ length: BROKERS }, (_, i) => c.startBroker(i + 1)));
+    } catch (err) {
+      await c.stop();
+      throw err;
+    }
+    return c;
+  }
+
+  async startBroker(nodeId: number): Promise<Gregor> {
+    let dir = this.dirs.get(nodeId);
+    if (!dir) this.dirs.set(nodeId, (dir = mkdtempSync(join(tmpdir(), `gregor-bench-cluster-${nodeId}-`))));
+    const g = await this.startGregor({
+      dataDir: dir,
+      args: ['--broker-id', String(nodeId), '--metadata', `etcd://${this.etcd.endpoint}`, '--override', `broker.session.timeout.ms=${SESSION_MS}`],
+    });
+    this.running.set(nodeId, g);
+    return g;
+  }
+
+  async kill(nodeId: number): Promise<void> {
+    const g = this.running.get(nodeId)!;
+    process.kill(g.pid, 'SIGKILL');
+    await g.stop();
+    this.running.delete(nodeId);
+  }
+
+  any(): Gregor {
+    return [...this.running.values()][0]!;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.running.values()].map((g) => g.stop()));
+    this.running.clear();
+    await this.etcd.stop();
+    for (const d of this.dirs.values()) rmSync(d, { recursive: true, force: true });
+  }
+}
+
+async function withConn<T>(g: { host: string; port: number }, fn: (c: WireConnection) => Promise<T>): Promise<T> {
+  const c = await WireConnection.open(g.host, g.port);
+  try {
+    return await fn(c);
+  } finally {
+    c.close();
+  }
+}
+
+async function partitionStates(g: Gregor, topic: string): Promise<{ leader: number; isr: number[] }[]> {
+  return withConn(g, async (c) => {
+    const md = await c.request<MetadataResponse, MetadataRequest>(api('Metadata'), 12, {
+      topics: [{ topicId: ZERO_UUID, name: topic }],
+      allowAutoTopicCreation: false,
+      includeClusterAuthorizedOperations: false,
+      includeTopicAuthorizedOperations: false,
+    });
+    return [...(md.topics[0]?.partitions ?? [])].sort((a, b) => a.partitionIndex - b.partitionIndex).map((p) => ({ leader: p.leaderId, isr: [...p.isrNodes] }));
+  });
+}
+
+async function until(what: string, probe: () => Promise<boolean>, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await probe().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+async function createReplicated(g: Gregor, topic: string, assignments: number[][]): Promise<void> {
+  await withConn(g, async (c) => {
+    const res = await c.request<CreateTopicsResponse, CreateTopicsRequest>(api('CreateTopics'), 7, {
+      topics: [
+        {
+          name: topic,
+          numPartitions: -1,
+          replicationFactor: -1,
+          assignments: assignments.map((brokerIds, partitionIndex) => ({ partitionIndex, brokerIds })),
+          configs: [{ name: 'min.insync.replicas', value: '2' }],
+        },
+      ],
+      timeoutMs: 30_000,
+      validateOnly: false,
+    });
+    const code = res.topics[0]?.errorCode ?? -1;
+    if (code !== ErrorCode.NONE) throw new Error(`CreateTopics ${topic}: ${errorName(code)}`);
+  });
+}
+
+/** One acks=-1 record to `partition` through `g`: the error code, or null when the broker could not be asked. */
+async function produceOne(g: { host: string; port: number }, topic: string, partition: number): Promise<number | null> {
+  const body: ProduceRequest = {
+    transactionalId: null,
+    acks: -1,
+    timeoutMs: 5000,
+    topicData: [{ name: topic, partitionData: [{ index: partition, records: benchBatch(100, 1) }] }],
+  };
+  try {
+    return await withConn(g, async (c) => {
+      const res = await c.request<ProduceResponse, ProduceRequest>(api('Produce'), PRODUCE_VERSION, body);
+      return res.responses[0]?.partitionResponses[0]?.errorCode ?? -1;
+    });
+  } catch {
+    return null;
+  }
+}
+
+/** Kills the leader of `topic`-0 and times until an acks=-1 produce is acknowledged again. */
+async function failoverOnce(c: Cluster, topic: string): Promise<{ ms: number; from: number; to: number }> {
+  await until('all three in the ISR', async () => (await partitionStates(c.any(), topic))[0]?.isr.length === BROKERS);
+  const from = (await partitionStates(c.any(), topic))[0]!.leader;
+  const t0 = performance.now();
+  await c.kill(from);
+  let to = -1;
+  for (;;) {
+    if (performance.now() - t0 > 60_000) throw new Error('no leader took over within 60 s');
+    const survivor = c.any();
+    const states = await partitionStates(survivor, topic).catch(() => null);
+    const leader = states?.[0]?.leader ?? -1;
+    const target = leader >= 0 && leader !== from ? c.running.get(leader) : undefined;
+    if (target && (await produceOne(target, topic, 0)) === ErrorCode.NONE) {
+      to = leader;
+      break;
+    }
+    await sleep(20);
+  }
+  const ms = performance.now() - t0;
+  await c.startBroker(from);
+  return { ms, from, to };
+}
+
+export const run: BenchModule = async (opts) => {
+  const log = opts.log;
+  const c = await Cluster.start();
+  if (!c) {
+    log('etcd is not installed (Debian: apt-get install etcd-server); the cluster benchmark is skipped');
+    return [{ module: MODULE, scenario: 'cluster of 3 brokers', subject: 'gregor', value: NaN, unit: '', better: 'higher', note: 'skipped: etcd not installed' }];
+  }
+  const rows: BenchRow[] = [];
+  try {
+    // acks=all throughput: three partitions, every one led by broker 1 with both others following.
+    const leaderOne = c.running.get(1)!;
+    await createReplicated(leaderOne, 'acks-all', [[1, 2, 3], [1, 3, 2], [1, 2, 3]]);
+    await until('the ISRs to hold all three', async () => (await partitionStates(leaderOne, 'acks-all')).every((p) => p.isr.length === BROKERS && p.leader === 1));
+    const durationMs = opts.quick ? 3000 : 10_000;
+    log(`acks=all produce to 3 partitions x 3 replicas for ${durationMs / 1000} s`);
+    const p = await produceLoad(leaderOne.host, leaderOne.port, {
+      connections: 4,
+      depth: 8,
+      recordSize: 100,
+      recordsPerBatch: recordsPerBatchFor(100),
+      acks: -1,
+      targetRate: 0,
+      topic: 'acks-all',
+      partitions: 3,
+      warmupMs: 1000,
+      durationMs,
+    });
+    rows.push({
+      module: MODULE,
+      scenario: 'produce acks=all 100 B, 3 partitions x 3 replicas',
+      subject: 'gregor',
+      value: p.recordsPerSec,
+      unit: 'records/s',
+      better: 'higher',
+      note: `${p.requests} requests in ${(p.elapsedMs / 1000).toFixed(1)} s; ${p.errors.size === 0 && p.failures.length === 0 ? "no errors" : `errors: ${describeErrors(p.errors)} ${p.failures.slice(0, 1).join("")}`}; goal >= ${GOAL_ACKS_ALL_RATE.toLocaleString('en-US')}; 3 broker processes and the generator share 2 cores`,
+    });
+
+    // Failover.
+    await createReplicated(c.any(), 'failover', [[1, 2, 3]]);
+    const rounds = opts.quick ? 1 : 3;
+    const times: number[] = [];
+    const moves: string[] = [];
+    for (let i = 0; i < rounds; i++) {
+      const f = await failoverOnce(c, 'failover');
+      log(`failover ${i + 1}/${rounds}: leader ${f.from} killed, ${f.to} took over, produce acknowledged after ${Math.round(f.ms)} ms`);
+      times.push(f.ms);
+      moves.push(`${f.from}->${f.to}`);
+    }
+    times.sort((a, b) => a - b);
+    rows.push({
+      module: MODULE,
+      scenario: 'failover: leader SIGKILL -> acks=all produce acknowledged',
+      subject: 'gregor',
+      value: times[Math.floor(times.length / 2)]!,
+      unit: 'ms',
+      better: 'lower',
+      note: `median of ${rounds} (${times.map((t) => Math.round(t)).join(', ')} ms; ${moves.join(', ')}); broker.session.timeout.ms ${SESSION_MS}; goal < ${GOAL_FAILOVER_MS}`,
+    });
+  } finally {
+    await c.stop();
+  }
+  return rows;
+};
+
+runStandalone(MODULE, import.meta.url, run);
