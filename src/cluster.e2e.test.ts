@@ -10,11 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireConnection, api } from '../cluster/kafka-connection.js';
 import { ErrorCode } from '../wire/errors.js';
-import type { MetadataRequest } from '../wire/messages/metadata-request.js';
-import type { MetadataResponse } from '../wire/messages/metadata-response.js';
-import { ZERO_UUID } from '../wire/uuid.js';
+import { clusterView, until } from './cluster-test-support.js';
 // @ts-expect-error: JavaScript test helpers without type declarations.
 import { etcdBinary, startEtcd } from '../compat-tests/lib/etcd.mjs';
 // @ts-expect-error: JavaScript test helpers without type declarations.
@@ -53,57 +50,9 @@ function client(bootstrap: string): Kafka {
   return new Kafka({ clientId: 'cluster-test', brokers: [bootstrap], logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
 }
 
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown = 'no answer yet';
-  for (;;) {
-    const got = await probe().catch((err: unknown) => {
-      last = err;
-      return null;
-    });
-    if (got) return got;
-    if (got !== null) last = got;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 async function leaders(admin: Admin, topic: string): Promise<number[]> {
   const md = await admin.fetchTopicMetadata({ topics: [topic] });
   return md.topics[0]!.partitions.sort((a, b) => a.partitionId - b.partitionId).map((p) => p.leader);
-}
-
-interface ClusterView {
-  brokers: number[];
-  controller: number;
-  /** Leader of each partition of the topic, -1 for none, with each partition's error code. */
-  partitions: { leader: number; errorCode: number }[];
-}
-
-/**
- * Metadata v12 for `topic` straight from the broker at `bootstrap`. kafkajs
- * cannot show a partition without a leader: it fails every metadata call
- * whose answer names one, as it does against Apache Kafka.
- */
-async function view(bootstrap: string, topic: string): Promise<ClusterView> {
-  const [host, port] = bootstrap.split(':') as [string, string];
-  const conn = await WireConnection.open(host, Number(port));
-  try {
-    const md = await conn.request<MetadataResponse, MetadataRequest>(api('Metadata'), 12, {
-      topics: [{ topicId: ZERO_UUID, name: topic }],
-      allowAutoTopicCreation: false,
-      includeClusterAuthorizedOperations: false,
-      includeTopicAuthorizedOperations: false,
-    });
-    const parts = [...(md.topics[0]?.partitions ?? [])].sort((a, b) => a.partitionIndex - b.partitionIndex);
-    return {
-      brokers: md.brokers.map((b) => b.nodeId).sort(),
-      controller: md.controllerId,
-      partitions: parts.map((p) => ({ leader: p.leaderId, errorCode: p.errorCode })),
-    };
-  } finally {
-    conn.close();
-  }
 }
 
 describe.skipIf(!hasEtcd && !process.env.CI)('a cluster of two brokers on etcd, with kafkajs', () => {
@@ -221,16 +170,16 @@ describe.skipIf(!hasEtcd && !process.env.CI)('a cluster of two brokers on etcd, 
   it('leaves a killed broker\'s partitions leaderless until it returns, and loses nothing that was acknowledged', async () => {
     const one = running.get(1)!.bootstrap;
     const kafka = client(one);
-    const before = (await view(one, 'spread')).partitions.map((p) => p.leader);
+    const before = (await clusterView(one, 'spread')).partitions.map((p) => p.leader);
     expect(new Set(before)).toEqual(new Set([1, 2]));
     process.kill(running.get(2)!.pid, 'SIGKILL');
     await running.get(2)!.stop();
     running.delete(2);
 
     // The lease runs out after broker.session.timeout.ms; the controller then takes leadership away.
-    await until('broker 2 gone from the cluster', async () => (await view(one, 'spread')).brokers.length === 1);
+    await until('broker 2 gone from the cluster', async () => (await clusterView(one, 'spread')).brokers.length === 1);
     const during = await until('broker 2 partitions without a leader', async () => {
-      const v = await view(one, 'spread');
+      const v = await clusterView(one, 'spread');
       return v.partitions.every((p, i) => (before[i] === 2 ? p.leader === -1 : p.leader === 1)) && v;
     });
     expect(during.controller).toBe(1);
@@ -244,7 +193,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('a cluster of two brokers on etcd, 
     await producer.send({ topic: 'on-one', acks: -1, messages: [{ value: 'while-2-was-down' }] });
 
     await start(2);
-    await until('broker 2 leading its partitions again', async () => (await view(one, 'spread')).partitions.every((p, i) => p.leader === before[i]));
+    await until('broker 2 leading its partitions again', async () => (await clusterView(one, 'spread')).partitions.every((p, i) => p.leader === before[i]));
 
     // Everything acknowledged is there, in order, from both brokers.
     const consumer = kafka.consumer({ groupId: 'after-restart', sessionTimeout: 10_000, rebalanceTimeout: 10_000 });

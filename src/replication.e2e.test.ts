@@ -11,10 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireConnection, api } from '../cluster/kafka-connection.js';
-import type { MetadataRequest } from '../wire/messages/metadata-request.js';
-import type { MetadataResponse } from '../wire/messages/metadata-response.js';
-import { ZERO_UUID } from '../wire/uuid.js';
+import { clusterView, until as untilWithin } from './cluster-test-support.js';
 // @ts-expect-error: JavaScript test helpers without type declarations.
 import { etcdBinary, startEtcd } from '../compat-tests/lib/etcd.mjs';
 // @ts-expect-error: JavaScript test helpers without type declarations.
@@ -50,44 +47,8 @@ async function kill(nodeId: number): Promise<void> {
   running.delete(nodeId);
 }
 
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown = 'no answer yet';
-  for (;;) {
-    const got = await probe().catch((err: unknown) => {
-      last = err;
-      return null;
-    });
-    if (got) return got;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-interface PartitionView {
-  leader: number;
-  leaderEpoch: number;
-  isr: number[];
-}
-
-/** Metadata v12 straight from a broker (kafkajs fails every metadata call naming a leaderless partition). */
-async function partitions(bootstrap: string, topic: string): Promise<PartitionView[]> {
-  const [host, port] = bootstrap.split(':') as [string, string];
-  const conn = await WireConnection.open(host, Number(port));
-  try {
-    const md = await conn.request<MetadataResponse, MetadataRequest>(api('Metadata'), 12, {
-      topics: [{ topicId: ZERO_UUID, name: topic }],
-      allowAutoTopicCreation: false,
-      includeClusterAuthorizedOperations: false,
-      includeTopicAuthorizedOperations: false,
-    });
-    return [...(md.topics[0]?.partitions ?? [])]
-      .sort((a, b) => a.partitionIndex - b.partitionIndex)
-      .map((p) => ({ leader: p.leaderId, leaderEpoch: p.leaderEpoch, isr: [...p.isrNodes].sort() }));
-  } finally {
-    conn.close();
-  }
-}
+/** Waits of this test: a broker restarted has to catch up before the ISR holds it again. */
+const until = <T>(what: string, probe: () => Promise<T | null | undefined | false>): Promise<T> => untilWithin(what, probe, 30_000);
 
 const segment = (nodeId: number, topic: string, partition: number): Buffer =>
   readFileSync(join(dirs.get(nodeId)!, `${topic}-${partition}`, '00000000000000000000.log'));
@@ -116,7 +77,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('replication across three brokers o
     });
     await admin.disconnect();
     const first = await until('the ISR to hold all three', async () => {
-      const [p] = await partitions(any(), 'safe');
+      const [p] = (await clusterView(any(), 'safe')).partitions;
       return p && p.isr.length === 3 && p;
     });
 
@@ -136,7 +97,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('replication across three brokers o
     const oldLeader = first.leader;
     await kill(oldLeader);
     const after = await until('a new leader from the ISR', async () => {
-      const [p] = await partitions(any(), 'safe');
+      const [p] = (await clusterView(any(), 'safe')).partitions;
       return p && p.leader !== oldLeader && p.leader >= 0 && p;
     });
     expect(after.leaderEpoch).toBeGreaterThan(first.leaderEpoch);
@@ -150,7 +111,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('replication across three brokers o
     const second = [...running.keys()].find((id) => id !== after.leader)!;
     await kill(second);
     await until('the ISR down to the leader', async () => {
-      const [p] = await partitions(running.get(after.leader)!.bootstrap, 'safe');
+      const [p] = (await clusterView(running.get(after.leader)!.bootstrap, 'safe')).partitions;
       return p && p.isr.length === 1;
     });
     await producer.disconnect();
@@ -166,7 +127,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('replication across three brokers o
     // Both come back: they cut what the leader does not have, catch up and rejoin the ISR.
     await Promise.all([start(oldLeader), start(second)]);
     await until('the ISR back to all three', async () => {
-      const [p] = await partitions(any(), 'safe');
+      const [p] = (await clusterView(any(), 'safe')).partitions;
       return p && p.isr.length === 3;
     });
     producer = kafka.producer({ allowAutoTopicCreation: false });
