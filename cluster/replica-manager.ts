@@ -314,17 +314,17 @@ export class ReplicaManager {
         };
       }
       // Committed once every ISR member has it: at once when the ISR is this broker alone.
-      if (!this.maybeAdvanceHighWatermark(topic, partition)) this.wakeFetches(topic, partition);
-      const committed = log.highWatermark >= log.logEndOffset;
-      return {
+      if (!this.maybeAdvanceHighWatermark(topic, partition, { state, log })) this.wakeFetches(topic, partition);
+      const appended: PartitionAppendResult = {
         errorCode: ErrorCode.NONE,
         baseOffset: result.firstOffset,
         logAppendTimeMs: result.logAppendTime,
         logStartOffset: result.logStartOffset,
         recordErrors: [],
         errorMessage: null,
-        ...(committed ? {} : { replicatedAt: log.logEndOffset }),
       };
+      if (log.highWatermark < log.logEndOffset) appended.replicatedAt = log.logEndOffset;
+      return appended;
     } catch (err) {
       if (err instanceof StorageError) {
         return appendError(ErrorCode.KAFKA_STORAGE_ERROR, err.message, log.logStartOffset);
@@ -698,22 +698,26 @@ export class ReplicaManager {
    * back, and answers what waited for it. True when it woke the partition's
    * parked fetches.
    */
-  private maybeAdvanceHighWatermark(topic: string, partition: number): boolean {
-    const state = this.partitionState(topic, partition);
+  private maybeAdvanceHighWatermark(topic: string, partition: number, known?: { state: PartitionState; log: PartitionLog }): boolean {
+    const state = known?.state ?? this.partitionState(topic, partition);
     if (!state || state.leader !== this.nodeId) return false;
-    const log = this.logs.get(topic, partition);
+    const log = known?.log ?? this.logs.get(topic, partition);
     if (!log || log.isOffline) return false;
-    const key = waiterKey(topic, partition);
-    const states = this.followers.get(key);
-    const pending = this.pendingIsr.get(key);
     let hw = log.logEndOffset;
-    const count = (r: number): void => {
-      if (r === this.nodeId) return;
-      const leo = states?.get(r)?.leo ?? -1n;
-      if (leo < hw) hw = leo;
-    };
-    for (const r of state.isr) count(r);
-    if (pending && pending.leaderEpoch === state.leaderEpoch) for (const r of pending.isr) count(r);
+    let key: string | null = null;
+    // The usual case of a broker on its own: the ISR is this broker, nothing pending, nobody waiting.
+    if (state.isr.length > 1 || this.pendingIsr.size > 0 || this.replicationWaiters.size > 0) {
+      key = waiterKey(topic, partition);
+      const states = this.followers.get(key);
+      const pending = this.pendingIsr.get(key);
+      const count = (r: number): void => {
+        if (r === this.nodeId) return;
+        const leo = states?.get(r)?.leo ?? -1n;
+        if (leo < hw) hw = leo;
+      };
+      for (const r of state.isr) count(r);
+      if (pending && pending.leaderEpoch === state.leaderEpoch) for (const r of pending.isr) count(r);
+    }
     let woke = false;
     if (hw > log.highWatermark) {
       try {
@@ -725,7 +729,7 @@ export class ReplicaManager {
       this.wakeFetches(topic, partition);
       woke = true;
     }
-    if (this.replicationWaiters.has(key)) this.finishReplicationWaiters(key, (w) => this.replicationVerdict(topic, partition, w.requiredOffset));
+    if (key !== null && this.replicationWaiters.has(key)) this.finishReplicationWaiters(key, (w) => this.replicationVerdict(topic, partition, w.requiredOffset));
     return woke;
   }
 
