@@ -26,12 +26,10 @@ import { pathToFileURL } from 'node:url';
 import { ErrorCode, errorName } from '../wire/errors.js';
 import type { CreateTopicsRequest } from '../wire/messages/create-topics-request.js';
 import type { CreateTopicsResponse } from '../wire/messages/create-topics-response.js';
-import type { MetadataRequest } from '../wire/messages/metadata-request.js';
-import type { MetadataResponse } from '../wire/messages/metadata-response.js';
 import type { ProduceRequest } from '../wire/messages/produce-request.js';
 import type { ProduceResponse } from '../wire/messages/produce-response.js';
-import { ZERO_UUID } from '../wire/uuid.js';
 import { WireConnection, api } from '../cluster/kafka-connection.js';
+import { clusterView, until } from '../src/cluster-test-support.js';
 import { repoRoot } from './brokers.js';
 import { benchBatch, describeErrors, produceLoad, recordsPerBatchFor, PRODUCE_VERSION } from './load.js';
 import type { BenchModule, BenchRow } from './report.js';
@@ -122,26 +120,6 @@ async function withConn<T>(g: { host: string; port: number }, fn: (c: WireConnec
   }
 }
 
-async function partitionStates(g: Gregor, topic: string): Promise<{ leader: number; isr: number[] }[]> {
-  return withConn(g, async (c) => {
-    const md = await c.request<MetadataResponse, MetadataRequest>(api('Metadata'), 12, {
-      topics: [{ topicId: ZERO_UUID, name: topic }],
-      allowAutoTopicCreation: false,
-      includeClusterAuthorizedOperations: false,
-      includeTopicAuthorizedOperations: false,
-    });
-    return [...(md.topics[0]?.partitions ?? [])].sort((a, b) => a.partitionIndex - b.partitionIndex).map((p) => ({ leader: p.leaderId, isr: [...p.isrNodes] }));
-  });
-}
-
-async function until(what: string, probe: () => Promise<boolean>, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
 async function createReplicated(g: Gregor, topic: string, assignments: number[][]): Promise<void> {
   await withConn(g, async (c) => {
     const res = await c.request<CreateTopicsResponse, CreateTopicsRequest>(api('CreateTopics'), 7, {
@@ -182,16 +160,16 @@ async function produceOne(g: { host: string; port: number }, topic: string, part
 
 /** Kills the leader of `topic`-0 and times until an acks=-1 produce is acknowledged again. */
 async function failoverOnce(c: Cluster, topic: string): Promise<{ ms: number; from: number; to: number }> {
-  await until('all three in the ISR', async () => (await partitionStates(c.any(), topic))[0]?.isr.length === BROKERS);
-  const from = (await partitionStates(c.any(), topic))[0]!.leader;
+  await until('all three in the ISR', async () => (await clusterView(c.any().bootstrap, topic)).partitions[0]?.isr.length === BROKERS, 60_000);
+  const from = (await clusterView(c.any().bootstrap, topic)).partitions[0]!.leader;
   const t0 = performance.now();
   await c.kill(from);
   let to = -1;
   for (;;) {
     if (performance.now() - t0 > 60_000) throw new Error('no leader took over within 60 s');
     const survivor = c.any();
-    const states = await partitionStates(survivor, topic).catch(() => null);
-    const leader = states?.[0]?.leader ?? -1;
+    const states = await clusterView(survivor.bootstrap, topic).catch(() => null);
+    const leader = states?.partitions[0]?.leader ?? -1;
     const target = leader >= 0 && leader !== from ? c.running.get(leader) : undefined;
     if (target && (await produceOne(target, topic, 0)) === ErrorCode.NONE) {
       to = leader;
@@ -216,7 +194,7 @@ export const run: BenchModule = async (opts) => {
     // acks=all throughput: three partitions, every one led by broker 1 with both others following.
     const leaderOne = c.running.get(1)!;
     await createReplicated(leaderOne, 'acks-all', [[1, 2, 3], [1, 3, 2], [1, 2, 3]]);
-    await until('the ISRs to hold all three', async () => (await partitionStates(leaderOne, 'acks-all')).every((p) => p.isr.length === BROKERS && p.leader === 1));
+    await until('the ISRs to hold all three', async () => (await clusterView(leaderOne.bootstrap, 'acks-all')).partitions.every((p) => p.isr.length === BROKERS && p.leader === 1), 60_000);
     const durationMs = opts.quick ? 3000 : 10_000;
     log(`acks=all produce to 3 partitions x 3 replicas for ${durationMs / 1000} s`);
     const p = await produceLoad(leaderOne.host, leaderOne.port, {

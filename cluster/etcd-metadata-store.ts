@@ -306,7 +306,9 @@ export class EtcdMetadataStore implements MetadataStore {
   async alterTopicConfigs(name: string, configs: Readonly<Record<string, string>>): Promise<TopicImage> {
     const topicKey = this.layout.topic(name);
     const configsKey = this.layout.topicConfigs(name);
-    const topicEntry = this.entries.get(topicKey) ?? (await this.afterBarrier(() => this.entries.get(topicKey)));
+    // A topic this broker has not seen yet may exist all the same: caught up first.
+    if (!this.entries.has(topicKey)) await this.barrier();
+    const topicEntry = this.entries.get(topicKey);
     if (!topicEntry) throw new UnknownTopicError(`The topic '${name}' does not exist.`);
     const topicId = (JSON.parse(topicEntry.value) as StoredTopic).topicId;
     const c = this.client;
@@ -522,11 +524,6 @@ export class EtcdMetadataStore implements MetadataStore {
     const id = this.self?.nodeId ?? 0;
     const res = await this.call(() => this.client.put(this.layout.barrier(id)).value(randomUuid()).exec());
     await this.caughtUp(BigInt(res.header.revision));
-  }
-
-  private async afterBarrier<T>(read: () => T): Promise<T> {
-    await this.barrier();
-    return read();
   }
 
   /** `builder` (or a new one) with the condition that `key` is as this copy has it: same revision, or absent. */

@@ -117,11 +117,6 @@ export class ReplicaFetchers {
     await Promise.all(loops.map((l) => l.stop()));
   }
 
-  /** Partitions followed, by leader; for tests. */
-  followed(): Map<number, string[]> {
-    return new Map([...this.loops].map(([leader, l]) => [leader, [...l.partitions.keys()].sort()]));
-  }
-
   private apply(image: MetadataImage): void {
     const wanted = new Map<number, Map<string, Followed>>();
     for (const t of image.topics.values()) {
