@@ -7,9 +7,13 @@
  * internal topics (compat-tests/lib/reference-kafka.mjs; `compat-tests/reference-kafka/run
  * install` fetches it). Both stop with `stop()` and remove their data.
  *
+ * franz-go's kfake, the in-memory fake broker, runs as bench/kfake/bin/kfake
+ * (`bench/kfake/run install` builds it) with one broker on a free port.
+ *
  * Example: const kafka = await startKafka(); ... kafka.bootstrap is
  * '127.0.0.1:PORT'; await kafka.stop().
  */
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -131,4 +135,65 @@ export async function startKafka(): Promise<RunningBroker> {
   const k = await startReferenceKafka();
   // The JVM, not the shell that watches over it: its memory and files are the broker's.
   return { name: `kafka ${k.version}`, bootstrap: k.bootstrap, host: k.host, port: k.port, pid: brokerPid({ pid: k.pid }), stop: () => k.stop() };
+}
+
+/** How to get the kfake peer when it is missing. */
+export const KFAKE_INSTALL = 'kfake not built: run `bash bench/kfake/run install` (needs Go)';
+
+/** bench/kfake/bin/kfake when it is built, else null. */
+export function kfakePath(): string | null {
+  const bin = join(repoRoot(), 'bench', 'kfake', 'bin', 'kfake');
+  return existsSync(bin) ? bin : null;
+}
+
+/**
+ * franz-go's kfake as one broker on a free loopback port, or null when it is
+ * not built (KFAKE_INSTALL says how). It holds every record in memory, so a
+ * caller that produces gigabytes restarts it between scenarios. Its standard
+ * input is its lifeline: it exits when this process does.
+ */
+export async function startKfake(timeoutMs = 10_000): Promise<RunningBroker | null> {
+  const bin = kfakePath();
+  if (!bin) return null;
+  const child = spawn(bin, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let output = '';
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`kfake did not start within ${timeoutMs} ms: ${output.trim()}`));
+    }, timeoutMs);
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString();
+      const m = /^listening (\S+)$/m.exec(output);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`kfake exited (${signal ?? code}) before listening: ${output.trim()}`));
+    });
+  });
+  child.stdout.resume();
+  child.stderr.resume();
+  const i = address.lastIndexOf(':');
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    name: 'kfake',
+    bootstrap: address,
+    host: address.slice(0, i),
+    port: Number(address.slice(i + 1)),
+    pid: child.pid ?? null,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const killer = setTimeout(() => child.kill('SIGKILL'), 5000);
+        await exited;
+        clearTimeout(killer);
+      }
+    },
+  };
 }

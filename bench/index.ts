@@ -4,6 +4,7 @@
  *   npm run bench                     # quick: about a minute or two, gregor and the reference Kafka broker
  *   npm run bench -- --full           # everything; also writes bench/RESULTS.md
  *   npm run bench -- --no-kafka       # without the reference broker (when it is not installed)
+ *   npm run bench -- --no-kfake       # without franz-go's kfake
  *   npm run bench -- --only throughput,latency
  *
  * Modules run one after another, each starting and stopping the brokers it
@@ -22,18 +23,20 @@ const MODULES = ['startup', 'throughput', 'latency', 'scale', 'cross-check', 'cl
 interface Args {
   full: boolean;
   kafka: boolean;
+  kfake: boolean;
   only: string[] | null;
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { full: false, kafka: true, only: null };
+  const args: Args = { full: false, kafka: true, kfake: true, only: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--full') args.full = true;
     else if (a === '--quick') args.full = false;
     else if (a === '--no-kafka') args.kafka = false;
+    else if (a === '--no-kfake') args.kfake = false;
     else if (a === '--only') args.only = (argv[++i] ?? '').split(',').filter(Boolean);
-    else throw new Error(`unknown argument "${a}"; usage: node dist/bench/index.js [--quick|--full] [--no-kafka] [--only ${MODULES.join(',')}]`);
+    else throw new Error(`unknown argument "${a}"; usage: node dist/bench/index.js [--quick|--full] [--no-kafka] [--no-kfake] [--only ${MODULES.join(',')}]`);
   }
   for (const m of args.only ?? []) if (!(MODULES as readonly string[]).includes(m)) throw new Error(`no benchmark module "${m}"; there are ${MODULES.join(', ')}`);
   return args;
@@ -58,7 +61,7 @@ async function main(): Promise<void> {
     console.log(`\n== ${name}`);
     try {
       const mod = (await import(`./${name}.js`)) as { run: BenchModule };
-      rows.push(...(await mod.run({ quick: !args.full, kafka: args.kafka, log: (line) => console.log(`  ${line}`) })));
+      rows.push(...(await mod.run({ quick: !args.full, kafka: args.kafka, kfake: args.kfake, log: (line) => console.log(`  ${line}`) })));
     } catch (err) {
       const msg = err instanceof Error ? (err.stack ?? err.message) : String(err);
       failures.push(`${name}: ${msg}`);

@@ -1,9 +1,10 @@
 /**
  * Latency benchmark: end-to-end latency at fixed produce rates, and fetch
  * latency as the log grows, for gregor and (with Kafka) the reference Apache
- * Kafka broker under the very same load, one broker at a time.
+ * Kafka broker under the very same load, one broker at a time; franz-go's
+ * kfake too, end to end only (it keeps its log in memory).
  *
- *   node dist/bench/latency.js [--quick | --full] [--no-kafka]
+ *   node dist/bench/latency.js [--quick | --full] [--no-kafka] [--no-kfake]
  *
  * End to end: one connection produces (Produce v9, acks=1, requests
  * pipelined as a client with linger.ms=1 would send them) one batch every
@@ -42,7 +43,7 @@ import type { ProduceResponse } from '../wire/messages/produce-response.js';
 import { BASE_OFFSET, BATCH_LENGTH, LAST_OFFSET_DELTA, LOG_OVERHEAD, RECORD_COUNT, buildBatch, writeBatchCrc } from '../wire/record-batch.js';
 import { seededRandom } from '../wire/seeded-random.js';
 import { ZERO_UUID } from '../wire/uuid.js';
-import { startGregor, startKafka, type RunningBroker } from './brokers.js';
+import { KFAKE_INSTALL, startGregor, startKafka, startKfake, type RunningBroker } from './brokers.js';
 import { Histogram } from './histogram.js';
 import { type BenchModule, type BenchOptions, type BenchRow, runStandalone } from './report.js';
 import { WireConnection, api, frame, type Frame } from '../cluster/kafka-connection.js';
@@ -616,6 +617,20 @@ export const run: BenchModule = async (opts) => {
       rows.push(...(await measure(kafka, p, p.kafkaFetch, opts.log)));
     } finally {
       await kafka.stop();
+    }
+  }
+  if (opts.kfake !== false) {
+    // End to end only: kfake holds its log in memory, so a 10 GB fill is not for it.
+    const kfake = await startKfake();
+    if (!kfake) {
+      opts.log(`kfake: ${KFAKE_INSTALL}`);
+      rows.push({ module: MODULE, scenario: 'e2e latency', subject: 'kfake', value: NaN, unit: 'µs', better: 'lower', note: `MISSING: ${KFAKE_INSTALL}` });
+    } else {
+      try {
+        rows.push(...(await measure(kfake, p, false, opts.log)));
+      } finally {
+        await kfake.stop();
+      }
     }
   }
   return rows;

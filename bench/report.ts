@@ -33,6 +33,8 @@ export interface BenchOptions {
   readonly quick: boolean;
   /** Also measure the reference Kafka broker (needs `compat-tests/reference-kafka/run install`). */
   readonly kafka: boolean;
+  /** Also measure franz-go's kfake (built by `bench/kfake/run install`); on unless false. */
+  readonly kfake?: boolean;
   readonly log: (line: string) => void;
 }
 
@@ -77,13 +79,15 @@ export function formatTable(rows: readonly BenchRow[]): string {
  */
 export function runStandalone(name: string, moduleUrl: string, run: BenchModule): void {
   if (process.argv[1] === undefined || moduleUrl !== pathToFileURL(process.argv[1]).href) return;
-  const usage = `usage: node dist/bench/${name}.js [--quick | --full] [--no-kafka]`;
+  const usage = `usage: node dist/bench/${name}.js [--quick | --full] [--no-kafka] [--no-kfake]`;
   let quick = true;
   let kafka = true;
+  let kfake = true;
   for (const arg of process.argv.slice(2)) {
     if (arg === '--quick') quick = true;
     else if (arg === '--full') quick = false;
     else if (arg === '--no-kafka') kafka = false;
+    else if (arg === '--no-kfake') kfake = false;
     else {
       console.error(arg === '--help' || arg === '-h' ? usage : `unknown argument "${arg}"; ${usage}`);
       process.exitCode = arg === '--help' || arg === '-h' ? 0 : 1;
@@ -91,7 +95,7 @@ export function runStandalone(name: string, moduleUrl: string, run: BenchModule)
     }
   }
   const t0 = performance.now();
-  run({ quick, kafka, log: (line) => console.error(line) }).then(
+  run({ quick, kafka, kfake, log: (line) => console.error(line) }).then(
     (rows) => {
       console.log(formatTable(rows));
       console.log(`\n${name}: ${quick ? 'quick' : 'full'} run took ${((performance.now() - t0) / 1000).toFixed(1)} s; node ${process.version}`);

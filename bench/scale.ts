@@ -1,9 +1,9 @@
 /**
  * Scale benchmark: many connections and many partitions on one broker,
- * gregor and (with --full) the reference Apache Kafka broker under the same
- * load, each on a fresh broker per scenario.
+ * gregor and (with --full) the reference Apache Kafka broker and franz-go's
+ * kfake under the same load, each on a fresh broker per scenario.
  *
- *   node dist/bench/scale.js [--quick | --full] [--no-kafka]
+ *   node dist/bench/scale.js [--quick | --full] [--no-kafka] [--no-kfake]
  *
  * Scenarios:
  *   - slow connections: N connections (5,000 full, 1,000 quick, capped by the
@@ -33,7 +33,7 @@ import { codecFor } from '../wire/codec.js';
 import { Reader } from '../wire/reader.js';
 import { buildBatch } from '../wire/record-batch.js';
 import { ZERO_UUID } from '../wire/uuid.js';
-import { rssMb, startGregor, startKafka, type RunningBroker } from './brokers.js';
+import { kfakePath, KFAKE_INSTALL, rssMb, startGregor, startKafka, startKfake, type RunningBroker } from './brokers.js';
 import { type BenchModule, type BenchOptions, type BenchRow, runStandalone } from './report.js';
 import { WireConnection, api, frame, type Frame } from '../cluster/kafka-connection.js';
 
@@ -242,11 +242,14 @@ function countsNote<K>(m: Map<K, number>): string {
 }
 
 function heapNote(broker: RunningBroker): string {
-  return broker.name === 'gregor' ? '' : '; JVM started with -Xms512m -Xmx1g (compat harness)';
+  return broker.name.startsWith('kafka') ? '; JVM started with -Xms512m -Xmx1g (compat harness)' : '';
 }
 
-async function withBroker<T>(name: 'gregor' | 'kafka', opts: BenchOptions, body: (b: RunningBroker) => Promise<T>): Promise<T> {
-  const broker = name === 'gregor' ? await startGregor() : await startKafka();
+type Subject = 'gregor' | 'kafka' | 'kfake';
+
+async function withBroker<T>(name: Subject, opts: BenchOptions, body: (b: RunningBroker) => Promise<T>): Promise<T> {
+  const broker = name === 'gregor' ? await startGregor() : name === 'kafka' ? await startKafka() : await startKfake();
+  if (!broker) throw new Error(KFAKE_INSTALL);
   try {
     return await body(broker);
   } finally {
@@ -420,7 +423,12 @@ async function manyPartitions(broker: RunningBroker, topicCount: number, opts: B
 
 export const run: BenchModule = async (opts) => {
   const sizes = opts.quick ? QUICK : FULL;
-  const subjects: ('gregor' | 'kafka')[] = opts.kafka && !opts.quick ? ['gregor', 'kafka'] : ['gregor'];
+  const subjects: Subject[] = ['gregor'];
+  if (opts.kafka && !opts.quick) subjects.push('kafka');
+  if (opts.kfake !== false && !opts.quick) {
+    if (kfakePath()) subjects.push('kfake');
+    else opts.log(`scale: kfake left out: ${KFAKE_INSTALL}`);
+  }
   const limit = openFileLimit();
   let connections = sizes.connections;
   let capNote = '';

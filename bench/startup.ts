@@ -12,8 +12,9 @@
  *   - RSS after load: VmRSS once 100 connections (10 at a time) have each done
  *     ApiVersions v0 + Metadata v12 and closed.
  * The same run measures a floor for comparison: a `node -e` TCP server that answers
- * those requests with the very bytes the broker sent, timed the same way. One
- * untimed warm-up of each comes first. Goals are reported, never enforced.
+ * those requests with the very bytes the broker sent, timed the same way, and
+ * franz-go's kfake (a Go binary, no data directory) the same way. One untimed
+ * warm-up of each comes first. Goals are reported, never enforced.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -21,7 +22,7 @@ import { connect, createServer } from 'node:net';
 import { arch, cpus, platform, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { repoRoot, rssMb, startKafka } from './brokers.js';
+import { KFAKE_INSTALL, kfakePath, repoRoot, rssMb, startKafka, startKfake } from './brokers.js';
 import type { BenchModule, BenchRow } from './report.js';
 
 const GOAL_READY_MS = 100;
@@ -145,9 +146,9 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 let nextCorr = 1;
 
 /** Polls the port until it answers ApiVersions v0 correctly; returns that answer and when it came. */
-async function firstAnswer(port: number, proc: ChildProcess, t0: number, what: string): Promise<{ at: number; res: Buffer }> {
+async function firstAnswer(port: number, proc: ChildProcess | null, t0: number, what: string): Promise<{ at: number; res: Buffer }> {
   for (;;) {
-    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`${what} exited (${proc.exitCode ?? proc.signalCode}) before answering`);
+    if (proc && (proc.exitCode !== null || proc.signalCode !== null)) throw new Error(`${what} exited (${proc.exitCode ?? proc.signalCode}) before answering`);
     if (performance.now() - t0 > ANSWER_LIMIT_MS) throw new Error(`${what} did not answer within ${ANSWER_LIMIT_MS} ms`);
     const corr = nextCorr++;
     try {
@@ -330,6 +331,22 @@ async function runFloor(apiVersionsBody: Buffer, metadataBody: Buffer): Promise<
   }
 }
 
+/** franz-go's kfake, a Go binary: spawn to its first ApiVersions answer, then the same RSS figures. */
+async function runKfake(): Promise<Sample> {
+  const t0 = performance.now();
+  const k = await startKfake();
+  if (!k) throw new Error(KFAKE_INSTALL);
+  try {
+    const first = await firstAnswer(k.port, null, t0, 'kfake');
+    await sleep(IDLE_WAIT_MS);
+    const idleRssMb = rssMb(k.pid);
+    await load(k.port, 'kfake');
+    return { answerMs: first.at - t0, startupMs: NaN, idleRssMb, loadedRssMb: rssMb(k.pid) };
+  } finally {
+    await k.stop();
+  }
+}
+
 // ---------------------------------------------------------------- report
 
 function stats(values: readonly number[]): { min: number; median: number; max: number } {
@@ -399,6 +416,19 @@ export const run: BenchModule = async (opts) => {
     add('idle RSS', 'node -e floor', med(floor, (s) => s.idleRssMb), 'MB');
     add(`RSS after ${LOAD_CONNECTIONS} connections`, 'gregor', med(gregor, (s) => s.loadedRssMb), 'MB');
     add(`RSS after ${LOAD_CONNECTIONS} connections`, 'node -e floor', med(floor, (s) => s.loadedRssMb), 'MB');
+    if (opts.kfake !== false) {
+      if (kfakePath() === null) {
+        opts.log(`kfake: ${KFAKE_INSTALL}`);
+        add('process start to first answer', 'kfake', NaN, 'ms', `MISSING: ${KFAKE_INSTALL}`);
+      } else {
+        await runKfake(); // untimed warm-up, as for the others
+        const kfake: Sample[] = [];
+        for (let i = 0; i < runs; i++) kfake.push(await runKfake());
+        add('process start to first answer', 'kfake', med(kfake, (s) => s.answerMs), 'ms');
+        add('idle RSS', 'kfake', med(kfake, (s) => s.idleRssMb), 'MB');
+        add(`RSS after ${LOAD_CONNECTIONS} connections`, 'kfake', med(kfake, (s) => s.loadedRssMb), 'MB');
+      }
+    }
     if (opts.kafka) {
       const t0 = performance.now();
       const kafka = await startKafka();

@@ -1,9 +1,9 @@
 /**
- * Produce and consume throughput: gregor, the reference Apache Kafka broker
- * and the null sink under the very same load from bench/load.ts, with a plain
+ * Produce and consume throughput: gregor, the reference Apache Kafka broker,
+ * franz-go's kfake and the null sink under the very same load from bench/load.ts, with a plain
  * sequential file write and raw loopback TCP of the same bytes as baselines.
  *
- *   node dist/bench/throughput.js [--quick | --full] [--no-kafka] [--baselines]
+ *   node dist/bench/throughput.js [--quick | --full] [--no-kafka] [--no-kfake] [--baselines]
  *       [--connections N] [--depth N] [--acks 1|0|-1] [--rate R] [--seconds S]
  *       [--bootstrap 127.0.0.1:PORT]
  *
@@ -27,7 +27,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ProduceRequest } from '../wire/messages/produce-request.js';
-import { startGregor, startKafka, type RunningBroker } from './brokers.js';
+import { KFAKE_INSTALL, startGregor, startKafka, startKfake, type RunningBroker } from './brokers.js';
 import { awaitWritable, benchBatch, consumeLoad, createTopic, describeErrors, produceLoad, recordsPerBatchFor, PRODUCE_VERSION, type ConsumeResult, type LoadSettings, type ProduceResult } from './load.js';
 import { startNullSink } from './null-sink.js';
 import { formatTable, type BenchModule, type BenchOptions, type BenchRow } from './report.js';
@@ -340,10 +340,39 @@ async function measure(opts: BenchOptions, t: Tuning): Promise<BenchRow[]> {
     }
   }
 
-  // Group each scenario's rows: gregor first, then Kafka, the null sink and the baselines.
-  const order = (s: string): number => (s === 'gregor' ? 0 : s.startsWith('kafka') ? 1 : s === 'null sink' ? 2 : 3);
+  if (opts.kfake !== false) rows.push(...(await measureKfake(mode, t, log)));
+
+  // Group each scenario's rows: gregor first, then Kafka, kfake, the null sink and the baselines.
+  const order = (s: string): number => (s === 'gregor' ? 0 : s.startsWith('kafka') ? 1 : s === 'kfake' ? 2 : s === 'null sink' ? 3 : 4);
   const scenarios = [...new Set(rows.map((r) => r.scenario))];
   return scenarios.flatMap((sc) => rows.filter((r) => r.scenario === sc).sort((a, b) => order(a.subject) - order(b.subject)));
+}
+
+/**
+ * franz-go's kfake under the same shapes. It keeps every record in memory,
+ * so each shape gets a fresh kfake process (a full run produces tens of
+ * gigabytes); the untimed warm-up runs before the first shape only.
+ */
+async function measureKfake(mode: Mode, t: Tuning, log: (line: string) => void): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  for (const [i, shape] of mode.shapes.entries()) {
+    const kfake = await startKfake();
+    if (!kfake) {
+      log(`  kfake: ${KFAKE_INSTALL}`);
+      for (const sh of mode.shapes) {
+        rows.push(...rates(produceScenario(t.acks, sh), 'kfake', NaN, NaN, `MISSING: ${KFAKE_INSTALL}`));
+        if (sh.consume) rows.push(...rates(consumeScenario(sh), 'kfake', NaN, NaN, `MISSING: ${KFAKE_INSTALL}`));
+      }
+      return rows;
+    }
+    try {
+      const one: Mode = { ...mode, shapes: [shape], subjectWarmupMs: i === 0 ? mode.subjectWarmupMs : 0 };
+      rows.push(...(await measureSubject(kfake, 'kfake', one, t, log)).map((r) => ({ ...r, note: `${r.note}; a fresh kfake process for this shape` })));
+    } finally {
+      await kfake.stop();
+    }
+  }
+  return rows;
 }
 
 export const run: BenchModule = (opts) => measure(opts, DEFAULT_TUNING);
@@ -351,6 +380,7 @@ export const run: BenchModule = (opts) => measure(opts, DEFAULT_TUNING);
 function parseArgs(argv: readonly string[]): { opts: BenchOptions; tuning: Tuning } {
   let quick = true;
   let kafka = true;
+  let kfake = true;
   const t = { ...DEFAULT_TUNING } as { -readonly [K in keyof Tuning]: Tuning[K] };
   const num = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
@@ -362,6 +392,7 @@ function parseArgs(argv: readonly string[]): { opts: BenchOptions; tuning: Tunin
     if (a === '--quick') quick = true;
     else if (a === '--full') quick = false;
     else if (a === '--no-kafka') kafka = false;
+    else if (a === '--no-kfake') kfake = false;
     else if (a === '--baselines') t.baselines = true;
     else if (a === '--connections') t.connections = Math.floor(num(a, argv[++i], 1));
     else if (a === '--depth') t.depth = Math.floor(num(a, argv[++i], 1));
@@ -375,9 +406,9 @@ function parseArgs(argv: readonly string[]): { opts: BenchOptions; tuning: Tunin
       const v = argv[++i] ?? '';
       if (!/^(127\.0\.0\.1|localhost):\d+$/.test(v)) throw new Error(`--bootstrap takes 127.0.0.1:PORT (a broker on this machine; benchmarks stay on loopback), not "${v}"`);
       t.bootstrap = v;
-    } else throw new Error(`unknown argument "${a}"; usage: node dist/bench/throughput.js [--quick | --full] [--no-kafka] [--baselines] [--connections N] [--depth N] [--acks 1|0|-1] [--rate R] [--seconds S] [--bootstrap 127.0.0.1:PORT]`);
+    } else throw new Error(`unknown argument "${a}"; usage: node dist/bench/throughput.js [--quick | --full] [--no-kafka] [--no-kfake] [--baselines] [--connections N] [--depth N] [--acks 1|0|-1] [--rate R] [--seconds S] [--bootstrap 127.0.0.1:PORT]`);
   }
-  return { opts: { quick, kafka, log: (line) => console.error(line) }, tuning: t };
+  return { opts: { quick, kafka, kfake, log: (line) => console.error(line) }, tuning: t };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
