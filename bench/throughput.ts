@@ -5,7 +5,7 @@
  *
  *   node dist/bench/throughput.js [--quick | --full] [--no-kafka] [--no-kfake] [--baselines]
  *       [--connections N] [--depth N] [--acks 1|0|-1] [--rate R] [--seconds S]
- *       [--bootstrap 127.0.0.1:PORT]
+ *       [--record-size B] [--partitions N] [--batch-records N] [--bootstrap 127.0.0.1:PORT]
  *
  * Each subject runs alone (the previous one is stopped first). Per scenario a
  * fresh topic is created with CreateTopics, then Produce requests (one batch of
@@ -14,6 +14,10 @@
  * topic from offset 0 to what was acknowledged, in passes until enough time
  * has gone by. `--bootstrap` drives an already running broker (subject
  * 'external') instead, e.g. one started under `node --cpu-prof`.
+ *
+ * `--record-size` and `--partitions` replace the mode's shapes by that one
+ * (produce, then consume); `--batch-records` sets the records per batch
+ * (default: about 16 KiB's worth, as the Java producer's batch.size).
  *
  * Quick (default): produce 100 B x 1 and x 8 partitions, consume 100 B x 8.
  * Full: produce and consume 100 B and 1 KB on 1, 8 and 64 partitions, and the
@@ -87,9 +91,24 @@ interface Tuning {
   readonly produceMs: number | null;
   readonly baselines: boolean | null;
   readonly bootstrap: string | null;
+  /** Records per batch instead of about 16 KiB's worth. */
+  readonly recordsPerBatch: number | null;
+  /** One shape of the caller's instead of the mode's (--record-size, --partitions). */
+  readonly recordSize: number | null;
+  readonly partitions: number | null;
 }
 
-const DEFAULT_TUNING: Tuning = { connections: 4, depth: 8, acks: 1, targetRate: 0, produceMs: null, baselines: null, bootstrap: null };
+const DEFAULT_TUNING: Tuning = { connections: 4, depth: 8, acks: 1, targetRate: 0, produceMs: null, baselines: null, bootstrap: null, recordsPerBatch: null, recordSize: null, partitions: null };
+
+/** The mode's shapes, or the one the caller asked for with --record-size and --partitions (produce and consume). */
+function withShape(mode: Mode, t: Tuning): Mode {
+  if (t.recordSize === null && t.partitions === null) return mode;
+  return { ...mode, shapes: [{ recordSize: t.recordSize ?? 100, partitions: t.partitions ?? 1, consume: true }] };
+}
+
+function batchRecords(t: Tuning, recordSize: number): number {
+  return t.recordsPerBatch ?? recordsPerBatchFor(recordSize);
+}
 
 const PARTITION_MAX_BYTES = 4 * 1024 * 1024;
 const FETCH_MAX_BYTES = 32 * 1024 * 1024;
@@ -107,7 +126,7 @@ function consumeScenario(s: Shape): string {
 }
 
 function settingsFor(t: Tuning, recordSize: number): LoadSettings {
-  return { connections: t.connections, depth: t.depth, recordSize, recordsPerBatch: recordsPerBatchFor(recordSize), acks: t.acks, targetRate: t.targetRate };
+  return { connections: t.connections, depth: t.depth, recordSize, recordsPerBatch: batchRecords(t, recordSize), acks: t.acks, targetRate: t.targetRate };
 }
 
 function rates(scenario: string, subject: string, recordsPerSec: number, mbPerSec: number, note: string): BenchRow[] {
@@ -208,8 +227,7 @@ async function measureSubject(b: RunningBroker, subject: string, mode: Mode, t: 
 }
 
 /** fs.writeSync of the generator's batch, one call per batch, into a fresh temporary file. */
-function plainWrite(recordSize: number, ms: number): { recordsPerSec: number; mbPerSec: number; note: string } {
-  const recordsPerBatch = recordsPerBatchFor(recordSize);
+function plainWrite(recordSize: number, recordsPerBatch: number, ms: number): { recordsPerSec: number; mbPerSec: number; note: string } {
   const batch = benchBatch(recordSize, recordsPerBatch);
   const dir = mkdtempSync(join(tmpdir(), 'gregor-bench-tp-'));
   const fd = openSync(join(dir, 'plain.log'), 'w');
@@ -239,8 +257,7 @@ function plainWrite(recordSize: number, ms: number): { recordsPerSec: number; mb
 }
 
 /** One socket pumping the generator's Produce frames to the null sink's discard port (another process). */
-async function loopbackTcp(port: number, recordSize: number, ms: number): Promise<{ recordsPerSec: number; mbPerSec: number; note: string }> {
-  const recordsPerBatch = recordsPerBatchFor(recordSize);
+async function loopbackTcp(port: number, recordSize: number, recordsPerBatch: number, ms: number): Promise<{ recordsPerSec: number; mbPerSec: number; note: string }> {
   const batch = benchBatch(recordSize, recordsPerBatch);
   const body: ProduceRequest = { transactionalId: null, acks: 1, timeoutMs: 30_000, topicData: [{ name: 'loopback', partitionData: [{ index: 0, records: batch }] }] };
   const one = frame(api('Produce'), PRODUCE_VERSION, body).bytes;
@@ -285,13 +302,13 @@ async function loopbackTcp(port: number, recordSize: number, ms: number): Promis
 }
 
 async function measure(opts: BenchOptions, t: Tuning): Promise<BenchRow[]> {
-  const mode = opts.quick ? QUICK : FULL;
+  const mode = withShape(opts.quick ? QUICK : FULL, t);
   const log = opts.log;
   const rows: BenchRow[] = [];
   const sizes = [...new Set(mode.shapes.map((s) => s.recordSize))];
   log(
     `throughput: generator settings for every subject: ${t.connections} connections x ${t.depth} in flight, acks=${t.acks}, ` +
-      sizes.map((s) => `${sizeLabel(s)} records ${recordsPerBatchFor(s)} per batch (${benchBatch(s, recordsPerBatchFor(s)).length} B)`).join(', ') +
+      sizes.map((s) => `${sizeLabel(s)} records ${batchRecords(t, s)} per batch (${benchBatch(s, batchRecords(t, s)).length} B)`).join(', ') +
       `, no compression, Produce v${PRODUCE_VERSION} one partition per request round-robin, ` +
       `target rate ${t.targetRate > 0 ? `${t.targetRate} records/s` : 'none'}, warm-up ${mode.warmupMs} ms + ${t.produceMs ?? mode.produceMs} ms measured; ` +
       `Fetch v12 ${PARTITION_MAX_BYTES / 1048576} MiB per partition, ${FETCH_MAX_BYTES / 1048576} MiB per request, partitions split over up to ${t.connections} connections; ` +
@@ -310,8 +327,8 @@ async function measure(opts: BenchOptions, t: Tuning): Promise<BenchRow[]> {
     rows.push(...(await measureSubject(sink.broker, 'null sink', mode, t, log)));
     if (baselines) {
       for (const size of sizes) {
-        const w = plainWrite(size, mode.baselineMs);
-        const l = await loopbackTcp(sink.discardPort, size, mode.baselineMs);
+        const w = plainWrite(size, batchRecords(t, size), mode.baselineMs);
+        const l = await loopbackTcp(sink.discardPort, size, batchRecords(t, size), mode.baselineMs);
         log(`  baselines ${sizeLabel(size)}: plain write ${Math.round(w.recordsPerSec).toLocaleString('en-US')} records/s; loopback tcp ${Math.round(l.recordsPerSec).toLocaleString('en-US')} records/s`);
         for (const shape of mode.shapes.filter((s) => s.recordSize === size)) {
           rows.push(...rates(produceScenario(t.acks, shape), 'plain write', w.recordsPerSec, w.mbPerSec, w.note));
@@ -398,6 +415,9 @@ function parseArgs(argv: readonly string[]): { opts: BenchOptions; tuning: Tunin
     else if (a === '--depth') t.depth = Math.floor(num(a, argv[++i], 1));
     else if (a === '--rate') t.targetRate = num(a, argv[++i], 0);
     else if (a === '--seconds') t.produceMs = num(a, argv[++i], 0.1) * 1000;
+    else if (a === '--record-size') t.recordSize = Math.floor(num(a, argv[++i], 1));
+    else if (a === '--partitions') t.partitions = Math.floor(num(a, argv[++i], 1));
+    else if (a === '--batch-records') t.recordsPerBatch = Math.floor(num(a, argv[++i], 1));
     else if (a === '--acks') {
       const v = argv[++i];
       if (v !== '1' && v !== '0' && v !== '-1') throw new Error(`--acks takes 1, 0 or -1, not "${v ?? ''}"`);
@@ -406,7 +426,7 @@ function parseArgs(argv: readonly string[]): { opts: BenchOptions; tuning: Tunin
       const v = argv[++i] ?? '';
       if (!/^(127\.0\.0\.1|localhost):\d+$/.test(v)) throw new Error(`--bootstrap takes 127.0.0.1:PORT (a broker on this machine; benchmarks stay on loopback), not "${v}"`);
       t.bootstrap = v;
-    } else throw new Error(`unknown argument "${a}"; usage: node dist/bench/throughput.js [--quick | --full] [--no-kafka] [--no-kfake] [--baselines] [--connections N] [--depth N] [--acks 1|0|-1] [--rate R] [--seconds S] [--bootstrap 127.0.0.1:PORT]`);
+    } else throw new Error(`unknown argument "${a}"; usage: node dist/bench/throughput.js [--quick | --full] [--no-kafka] [--no-kfake] [--baselines] [--connections N] [--depth N] [--acks 1|0|-1] [--rate R] [--seconds S] [--record-size B] [--partitions N] [--batch-records N] [--bootstrap 127.0.0.1:PORT]`);
   }
   return { opts: { quick, kafka, kfake, log: (line) => console.error(line) }, tuning: t };
 }
