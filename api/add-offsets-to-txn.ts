@@ -26,12 +26,13 @@ export const addOffsetsToTxn = defineHandler<AddOffsetsToTxnRequest, AddOffsetsT
   response: AddOffsetsToTxnResponse,
   minVersion: 0,
   maxVersion: 4,
-  handle(req, ctx) {
+  async handle(req, ctx) {
     const { metadata, settings, transactions } = ctx.services;
     const offsetsPartitions =
       metadata.image().topics.get(GROUP_METADATA_TOPIC)?.partitions.length ?? settings.offsetsTopicNumPartitions ?? DEFAULT_OFFSETS_TOPIC_PARTITIONS;
     let errorCode = transactions.addOffsets(req.transactionalId, req.producerId, req.producerEpoch, req.groupId, offsetsPartitions);
     if (ctx.apiVersion < PRODUCER_FENCED_VERSION && errorCode === ErrorCode.PRODUCER_FENCED) errorCode = ErrorCode.INVALID_PRODUCER_EPOCH;
+    if (errorCode === ErrorCode.NONE) errorCode = await transactions.replicated(req.transactionalId);
     return { throttleTimeMs: 0, errorCode };
   },
   errorResponse: (_req, errorCode) => ({ throttleTimeMs: 0, errorCode }),

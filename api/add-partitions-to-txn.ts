@@ -35,8 +35,8 @@ export const addPartitionsToTxn = defineHandler<AddPartitionsToTxnRequest, AddPa
   response: AddPartitionsToTxnResponse,
   minVersion: 0,
   maxVersion: 5,
-  handle(req, ctx) {
-    const results = transactionsOf(req, ctx.apiVersion).map((t) => resultFor(t, ctx));
+  async handle(req, ctx) {
+    const results = await Promise.all(transactionsOf(req, ctx.apiVersion).map((t) => durableResult(resultFor(t, ctx), t, ctx)));
     return respond(results, ctx.apiVersion);
   },
   errorResponse: (req, errorCode, ctx) =>
@@ -84,6 +84,16 @@ function result(transactionalId: string, partitions: Map<string, number[]>, code
   return { transactionalId, topicResults };
 }
 
+
+/** `r` once the partitions it added are on every in-sync replica of the id's partition of __transaction_state; verifications wrote nothing. */
+async function durableResult(r: AddPartitionsToTxnResult, t: AddPartitionsToTxnTransaction, ctx: RequestContext): Promise<AddPartitionsToTxnResult> {
+  if (t.verifyOnly && ctx.apiVersion >= BATCHED_VERSION) return r;
+  const added = r.topicResults.some((tr) => tr.resultsByPartition.some((p) => p.partitionErrorCode === ErrorCode.NONE));
+  if (!added) return r;
+  const durable = await ctx.services.transactions.replicated(t.transactionalId);
+  if (durable === ErrorCode.NONE) return r;
+  return result(t.transactionalId, partitionsOf(t.topics), () => durable);
+}
 
 function resultFor(t: AddPartitionsToTxnTransaction, ctx: RequestContext): AddPartitionsToTxnResult {
   const partitions = partitionsOf(t.topics);

@@ -5,6 +5,7 @@
  * Only an empty group is deleted (else NON_EMPTY_GROUP), with its committed
  * offsets; one this broker does not know is GROUP_ID_NOT_FOUND.
  */
+import { ErrorCode } from '../wire/errors.js';
 import { DeleteGroupsRequest } from '../wire/messages/delete-groups-request.js';
 import { DeleteGroupsResponse } from '../wire/messages/delete-groups-response.js';
 import { defineHandler } from './handler.js';
@@ -16,7 +17,7 @@ export const deleteGroups = defineHandler<DeleteGroupsRequest, DeleteGroupsRespo
   response: DeleteGroupsResponse,
   minVersion: 0,
   maxVersion: 2,
-  handle(req, ctx) {
+  async handle(req, ctx) {
     const seen = new Set<string>();
     const results = [];
     for (const groupId of req.groupsNames) {
@@ -24,7 +25,9 @@ export const deleteGroups = defineHandler<DeleteGroupsRequest, DeleteGroupsRespo
       seen.add(groupId);
       results.push({ groupId, errorCode: ctx.services.groups.deleteGroup(groupId) });
     }
-    return { throttleTimeMs: 0, results };
+    // A deletion is answered once its tombstones are on every in-sync replica of the group's partition.
+    const durable = await Promise.all(results.map((r) => (r.errorCode === ErrorCode.NONE ? ctx.services.groups.replicated(r.groupId) : r.errorCode)));
+    return { throttleTimeMs: 0, results: results.map((r, i) => ({ groupId: r.groupId, errorCode: durable[i]! })) };
   },
   errorResponse: (req, errorCode) => ({ throttleTimeMs: 0, results: req.groupsNames.map((groupId) => ({ groupId, errorCode })) }),
 });

@@ -26,9 +26,11 @@ export const endTxn = defineHandler<EndTxnRequest, EndTxnResponse>({
   response: EndTxnResponse,
   minVersion: 0,
   maxVersion: 4,
-  handle(req, ctx) {
+  async handle(req, ctx) {
     let errorCode = ctx.services.transactions.endTransaction(req.transactionalId, req.producerId, req.producerEpoch, req.committed);
     if (ctx.apiVersion < PRODUCER_FENCED_VERSION && errorCode === ErrorCode.PRODUCER_FENCED) errorCode = ErrorCode.INVALID_PRODUCER_EPOCH;
+    // The prepared commit or abort is answered once it is on every in-sync replica of the id's partition.
+    if (errorCode === ErrorCode.NONE) errorCode = await ctx.services.transactions.replicated(req.transactionalId);
     return { throttleTimeMs: 0, errorCode, producerId: -1n, producerEpoch: -1 };
   },
   errorResponse: (_req, errorCode) => ({ throttleTimeMs: 0, errorCode, producerId: -1n, producerEpoch: -1 }),

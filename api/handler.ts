@@ -36,6 +36,7 @@ export interface BrokerSettings {
   readonly offsetsRetentionMinutes?: number;
   readonly offsetsRetentionCheckIntervalMs?: number;
   readonly offsetMetadataMaxBytes?: number;
+  readonly offsetsCommitTimeoutMs?: number;
   /** transactional.id.expiration.ms and transaction.* settings of the transaction coordinator; Kafka's defaults when absent. */
   readonly transactionalIdExpirationMs?: number;
   readonly transactionMaxTimeoutMs?: number;
@@ -74,6 +75,7 @@ export function groupCoordinatorConfig(settings: BrokerSettings): Partial<GroupC
   if (settings.offsetsRetentionMinutes !== undefined) c.offsetsRetentionMs = settings.offsetsRetentionMinutes * 60_000;
   if (settings.offsetsRetentionCheckIntervalMs !== undefined) c.offsetsRetentionCheckIntervalMs = settings.offsetsRetentionCheckIntervalMs;
   if (settings.offsetMetadataMaxBytes !== undefined) c.offsetMetadataMaxBytes = settings.offsetMetadataMaxBytes;
+  if (settings.offsetsCommitTimeoutMs !== undefined) c.offsetCommitTimeoutMs = settings.offsetsCommitTimeoutMs;
   return c;
 }
 

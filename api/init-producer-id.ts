@@ -36,6 +36,11 @@ export const initProducerId = defineHandler<InitProducerIdRequest, InitProducerI
     }
     const r = await ctx.services.transactions.initProducerId({ transactionalId: req.transactionalId, transactionTimeoutMs: req.transactionTimeoutMs, expected });
     const errorCode = ctx.apiVersion < PRODUCER_FENCED_VERSION && r.errorCode === ErrorCode.PRODUCER_FENCED ? ErrorCode.INVALID_PRODUCER_EPOCH : r.errorCode;
+    if (errorCode === ErrorCode.NONE && req.transactionalId !== null) {
+      // The new epoch is answered once it is on every in-sync replica of the id's partition.
+      const durable = await ctx.services.transactions.replicated(req.transactionalId);
+      if (durable !== ErrorCode.NONE) return answer(durable);
+    }
     return { throttleTimeMs: 0, errorCode, producerId: r.producerId, producerEpoch: r.producerEpoch };
   },
   errorResponse: (_req, errorCode) => answer(errorCode),

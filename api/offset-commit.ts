@@ -13,7 +13,7 @@
  * rest go to the coordinator, which checks the group (a commit with
  * generation -1 and no member id is a "simple" commit, taken by a group
  * without members) and answers once the offsets are written to
- * __consumer_offsets.
+ * __consumer_offsets and on every in-sync replica of its partition.
  */
 import { ErrorCode } from '../wire/errors.js';
 import { OffsetCommitRequest, type OffsetCommitRequestTopic } from '../wire/messages/offset-commit-request.js';
@@ -29,7 +29,7 @@ export const offsetCommit = defineHandler<OffsetCommitRequest, OffsetCommitRespo
   response: OffsetCommitResponse,
   minVersion: 0,
   maxVersion: 9,
-  handle(req, ctx) {
+  async handle(req, ctx) {
     const v = ctx.apiVersion;
     const image = ctx.services.metadata.image();
     const known: OffsetCommitRequestTopic[] = [];
@@ -57,7 +57,11 @@ export const offsetCommit = defineHandler<OffsetCommitRequest, OffsetCommitRespo
           })),
         })),
       });
-      for (const t of results) for (const p of t.partitions) answered.set(`${p.partitionIndex}:${t.name}`, p.errorCode);
+      const written = results.some((t) => t.partitions.some((p) => p.errorCode === ErrorCode.NONE));
+      const durable = written ? await ctx.services.groups.replicated(req.groupId) : ErrorCode.NONE;
+      for (const t of results) {
+        for (const p of t.partitions) answered.set(`${p.partitionIndex}:${t.name}`, p.errorCode === ErrorCode.NONE ? durable : p.errorCode);
+      }
     }
     const topics: OffsetCommitResponseTopic[] = req.topics.map((t) => ({
       name: t.name,

@@ -22,7 +22,7 @@ export const offsetDelete = defineHandler<OffsetDeleteRequest, OffsetDeleteRespo
   response: OffsetDeleteResponse,
   minVersion: 0,
   maxVersion: 0,
-  handle(req, ctx) {
+  async handle(req, ctx) {
     const image = ctx.services.metadata.image();
     const exists = (topic: string, partition: number): boolean => hasPartition(image, topic, partition);
     const known = req.topics
@@ -30,6 +30,8 @@ export const offsetDelete = defineHandler<OffsetDeleteRequest, OffsetDeleteRespo
       .filter((t) => t.partitions.length > 0);
     const r = ctx.services.groups.deleteOffsets(req.groupId, known);
     if (r.errorCode !== ErrorCode.NONE) return { errorCode: r.errorCode, throttleTimeMs: 0, topics: [] };
+    const durable = await ctx.services.groups.replicated(req.groupId);
+    if (durable !== ErrorCode.NONE) return { errorCode: durable, throttleTimeMs: 0, topics: [] };
     const answered = new Map<string, number>();
     for (const t of r.topics) for (const p of t.partitions) answered.set(`${p.partitionIndex}:${t.name}`, p.errorCode);
     return {

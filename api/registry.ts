@@ -38,6 +38,9 @@ import { endTxn } from './end-txn.js';
 import { describeTransactions } from './describe-transactions.js';
 import { listTransactions } from './list-transactions.js';
 import { describeProducers } from './describe-producers.js';
+import { electLeaders } from './elect-leaders.js';
+import { alterPartitionReassignments } from './alter-partition-reassignments.js';
+import { listPartitionReassignments } from './list-partition-reassignments.js';
 
 export const HANDLERS: readonly ApiHandler[] = [
   produce,
@@ -74,6 +77,9 @@ export const HANDLERS: readonly ApiHandler[] = [
   listTransactions,
   describeProducers,
   txnOffsetCommit,
+  electLeaders,
+  alterPartitionReassignments,
+  listPartitionReassignments,
 ];
 
 export function handlerTable(handlers: readonly ApiHandler[] = HANDLERS): Map<number, ApiHandler> {

@@ -39,6 +39,11 @@ export const syncGroup = defineHandler<SyncGroupRequest, SyncGroupResponse>({
       protocolName: v >= 5 ? req.protocolName : null,
       assignments: req.assignments,
     });
+    if (r.errorCode === ErrorCode.NONE) {
+      // The assignment is answered once it is on every in-sync replica of the group's partition.
+      const durable = await ctx.services.groups.replicated(req.groupId);
+      if (durable !== ErrorCode.NONE) return errorBody(durable);
+    }
     return { throttleTimeMs: 0, errorCode: r.errorCode, protocolType: r.protocolType, protocolName: r.protocolName, assignment: r.assignment };
   },
   errorResponse: (_req, errorCode) => errorBody(errorCode),

@@ -50,7 +50,7 @@ export const txnOffsetCommit = defineHandler<TxnOffsetCommitRequest, TxnOffsetCo
   response: TxnOffsetCommitResponse,
   minVersion: 0,
   maxVersion: 4,
-  handle(req, ctx) {
+  async handle(req, ctx) {
     const v = ctx.apiVersion;
     const image = ctx.services.metadata.image();
     const known: TxnOffsetCommitRequestTopic[] = [];
@@ -81,7 +81,11 @@ export const txnOffsetCommit = defineHandler<TxnOffsetCommitRequest, TxnOffsetCo
           })),
         })),
       });
-      for (const t of results) for (const p of t.partitions) answered.set(JSON.stringify([t.name, p.partitionIndex]), p.errorCode);
+      const written = results.some((t) => t.partitions.some((p) => p.errorCode === ErrorCode.NONE));
+      const durable = written ? await ctx.services.groups.replicated(req.groupId) : ErrorCode.NONE;
+      for (const t of results) {
+        for (const p of t.partitions) answered.set(JSON.stringify([t.name, p.partitionIndex]), p.errorCode === ErrorCode.NONE ? durable : p.errorCode);
+      }
     }
     const topics: TxnOffsetCommitResponseTopic[] = req.topics.map((t) => ({
       name: t.name,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type Entry, EtcdLayout, assignReplicas, electLeaders, imageFromEntries } from './etcd-layout.js';
+import { ErrorCode } from '../wire/errors.js';
+import { type Entry, EtcdLayout, type StoredPartitionView, assignReplicas, completeReassignment, electLeader, electLeaders, imageFromEntries, imbalancedPartitions, reassign } from './etcd-layout.js';
 
 const layout = new EtcdLayout('/gregor/');
 
@@ -117,5 +118,77 @@ describe('leader election by the controller', () => {
 
   it('changes nothing when every leader is alive and every ISR member too', () => {
     expect(electLeaders([state(1, [1]), state(-1, [3])], [[1], [3]], new Set([1, 2]))).toBeNull();
+  });
+});
+
+const view = (replicas: number[], leader: number, isr: number[], reassigning: StoredPartitionView['reassigning'] = null): StoredPartitionView => ({
+  replicas,
+  reassigning,
+  state: { leader, leaderEpoch: 4, partitionEpoch: 7, isr },
+});
+const live = (...ids: number[]): Set<number> => new Set(ids);
+
+describe('partition reassignment (KIP-455)', () => {
+  it('adds the new replicas first and keeps the leaving ones until the target is in sync', () => {
+    const started = reassign(view([1, 2, 3], 1, [1, 2, 3]), [2, 3, 4], live(1, 2, 3, 4));
+    expect(started).toEqual({ replicas: [2, 3, 4, 1], reassigning: { adding: [4], removing: [1] }, state: { leader: 1, leaderEpoch: 4, partitionEpoch: 8, isr: [1, 2, 3] } });
+    const v = started as StoredPartitionView;
+    // Not yet: 4 is not in the ISR.
+    expect(completeReassignment(v, live(1, 2, 3, 4))).toBeNull();
+    // 4 caught up: 1 leaves the replicas and the ISR, and its leadership passes to the first target replica in sync.
+    const done = completeReassignment({ ...v, state: { ...v.state, isr: [1, 2, 3, 4] } }, live(1, 2, 3, 4));
+    expect(done).toEqual({ replicas: [2, 3, 4], reassigning: null, state: { leader: 2, leaderEpoch: 5, partitionEpoch: 9, isr: [2, 3, 4] } });
+  });
+
+  it('keeps a leader that stays, raising only the partition epoch', () => {
+    const v = view([1, 2, 4, 3], 1, [1, 2, 3, 4], { adding: [4], removing: [3] });
+    expect(completeReassignment(v, live(1, 2, 3, 4))).toEqual({ replicas: [1, 2, 4], reassigning: null, state: { leader: 1, leaderEpoch: 4, partitionEpoch: 8, isr: [1, 2, 4] } });
+  });
+
+  it('cancels: the original replicas come back and the added ones leave the ISR and the lead', () => {
+    const v = view([2, 3, 4, 1], 4, [1, 2, 3, 4], { adding: [4], removing: [1] });
+    expect(reassign(v, null, live(1, 2, 3, 4))).toEqual({ replicas: [2, 3, 1], reassigning: null, state: { leader: 2, leaderEpoch: 5, partitionEpoch: 8, isr: [1, 2, 3] } });
+    expect(reassign(view([1, 2], 1, [1, 2]), null, live(1, 2))).toMatchObject({ errorCode: ErrorCode.NO_REASSIGNMENT_IN_PROGRESS });
+  });
+
+  it('replaces a reassignment in progress, counting from the original replicas', () => {
+    const v = view([2, 3, 4, 1], 1, [1, 2, 3, 4], { adding: [4], removing: [1] });
+    expect(reassign(v, [1, 2, 5], live(1, 2, 3, 4, 5))).toEqual({
+      replicas: [1, 2, 5, 3],
+      reassigning: { adding: [5], removing: [3] },
+      state: { leader: 1, leaderEpoch: 4, partitionEpoch: 8, isr: [1, 2, 3] },
+    });
+  });
+
+  it('refuses empty, repeated and unregistered targets, and changes nothing for the replicas it has', () => {
+    const v = view([1, 2], 1, [1, 2]);
+    expect(reassign(v, [], live(1, 2))).toMatchObject({ errorCode: ErrorCode.INVALID_REPLICA_ASSIGNMENT });
+    expect(reassign(v, [1, 1], live(1, 2))).toMatchObject({ errorCode: ErrorCode.INVALID_REPLICA_ASSIGNMENT });
+    expect(reassign(v, [1, 9], live(1, 2))).toMatchObject({ errorCode: ErrorCode.INVALID_REPLICA_ASSIGNMENT });
+    expect(reassign(v, [1, 2], live(1, 2))).toBe(v);
+  });
+});
+
+describe('requested leader elections', () => {
+  it('preferred: the first replica leads when alive and in sync', () => {
+    expect(electLeader(view([1, 2], 2, [1, 2]), 'preferred', live(1, 2))).toEqual({ leader: 1, leaderEpoch: 5, partitionEpoch: 8, isr: [1, 2] });
+    expect(electLeader(view([1, 2], 1, [1, 2]), 'preferred', live(1, 2))).toMatchObject({ errorCode: ErrorCode.ELECTION_NOT_NEEDED });
+    expect(electLeader(view([1, 2], 2, [2]), 'preferred', live(1, 2))).toMatchObject({ errorCode: ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE });
+    expect(electLeader(view([1, 2], 2, [1, 2]), 'preferred', live(2))).toMatchObject({ errorCode: ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE });
+  });
+
+  it('unclean: a leaderless partition gets an in-sync replica if one lives, else any live replica alone in the ISR', () => {
+    expect(electLeader(view([1, 2, 3], 1, [1, 2]), 'unclean', live(1, 2, 3))).toMatchObject({ errorCode: ErrorCode.ELECTION_NOT_NEEDED });
+    expect(electLeader(view([1, 2, 3], -1, [1]), 'unclean', live(2, 3))).toEqual({ leader: 2, leaderEpoch: 5, partitionEpoch: 8, isr: [2] });
+    expect(electLeader(view([1, 2, 3], -1, [1, 3]), 'unclean', live(2, 3))).toEqual({ leader: 3, leaderEpoch: 5, partitionEpoch: 8, isr: [3] });
+    expect(electLeader(view([1, 2], -1, [1]), 'unclean', live(5))).toMatchObject({ errorCode: ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE });
+  });
+
+  it('lists, for the automatic rebalance, the partitions whose preferred replica is in sync but does not lead', () => {
+    const topics = [
+      { name: 'a', partitions: [view([1, 2], 2, [1, 2]), view([2, 1], 2, [1, 2]), view([3, 1], 1, [1]), view([1, 3], 3, [1, 3], { adding: [3], removing: [] })] },
+    ];
+    expect(imbalancedPartitions(topics, live(1, 2, 3))).toEqual([{ topic: 'a', partition: 0 }]);
+    expect(imbalancedPartitions(topics, live(2, 3))).toEqual([]);
   });
 });

@@ -22,6 +22,7 @@
  */
 import type { BrokerRegistration, DynamicBrokerConfigs, Endpoint, MetadataImage, PartitionState, TopicImage } from './metadata-image.js';
 import { buildImage } from './metadata-image.js';
+import { ErrorCode } from '../wire/errors.js';
 import { INTERNAL_TOPICS } from './topic-names.js';
 
 export interface StoredBroker {
@@ -33,8 +34,19 @@ export interface StoredBroker {
 
 export interface StoredTopic {
   readonly topicId: string;
-  /** Replicas of each partition, by partition; the first is the preferred leader. */
+  /**
+   * Replicas of each partition, by partition; the first is the preferred
+   * leader. While a partition is reassigned: the target replicas, then those
+   * being removed.
+   */
   readonly replicas: readonly (readonly number[])[];
+  /** Partitions being reassigned, by partition index: the replicas joining and the replicas leaving. */
+  readonly reassigning?: Readonly<Record<string, Reassignment>>;
+}
+
+export interface Reassignment {
+  readonly adding: readonly number[];
+  readonly removing: readonly number[];
 }
 
 export interface StoredPartition {
@@ -203,6 +215,7 @@ export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string
     const states = partitions.get(name);
     const parts: PartitionState[] = t.replicas.map((replicas, partition) => {
       const s = states?.[partition];
+      const moving = t.reassigning?.[String(partition)];
       return {
         partition,
         leader: s?.leader ?? -1,
@@ -210,6 +223,7 @@ export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string
         replicas: [...replicas],
         isr: s ? [...s.isr] : [],
         offlineReplicas: replicas.filter((r) => !live.has(r)),
+        ...(moving ? { addingReplicas: [...moving.adding], removingReplicas: [...moving.removing] } : {}),
       };
     });
     images.push({ name, topicId: t.topicId, internal: INTERNAL_TOPICS.has(name), configs: topicConfigs.get(name) ?? {}, partitions: parts });
@@ -287,4 +301,131 @@ export function electLeaders(
     return { ...s, leader: -1, leaderEpoch: s.leaderEpoch + 1, partitionEpoch: s.partitionEpoch + 1 };
   });
   return changed ? out : null;
+}
+
+/** One partition of a topic as etcd holds it: its replicas, its reassignment if one runs, and its state. */
+export interface StoredPartitionView {
+  readonly replicas: readonly number[];
+  readonly reassigning: Reassignment | null;
+  readonly state: StoredPartition;
+}
+
+/** The partition's replicas before its reassignment began (the replicas being added taken out). */
+function originalReplicas(p: StoredPartitionView): number[] {
+  return p.replicas.filter((r) => !(p.reassigning?.adding ?? []).includes(r));
+}
+
+/** A new state with both epochs raised when the leader changes, the partition epoch alone otherwise. */
+function changed(s: StoredPartition, leader: number, isr: readonly number[]): StoredPartition {
+  return {
+    leader,
+    leaderEpoch: leader === s.leader ? s.leaderEpoch : s.leaderEpoch + 1,
+    partitionEpoch: s.partitionEpoch + 1,
+    isr: [...isr],
+  };
+}
+
+/**
+ * What AlterPartitionReassignments asks of one partition (KIP-455), as the
+ * new view to write or the error code to answer. `target` null cancels the
+ * reassignment in progress: the replicas go back to what they were, the ones
+ * being added leave the ISR, and a leader among them gives way to the first
+ * original replica in the ISR and alive. Otherwise the replicas become the
+ * target followed by the original replicas not in it (these leave once every
+ * target replica is in the ISR; see completeReassignment); the target must
+ * name distinct registered brokers. A target equal to the replicas the
+ * partition already has (and no reassignment running) changes nothing.
+ *
+ * Example: replicas [1, 2, 3], target [2, 3, 4] ->
+ * { replicas: [2, 3, 4, 1], reassigning: { adding: [4], removing: [1] } }.
+ */
+export function reassign(p: StoredPartitionView, target: readonly number[] | null, live: ReadonlySet<number>): StoredPartitionView | { errorCode: number; message: string } {
+  const original = originalReplicas(p);
+  if (target === null) {
+    if (!p.reassigning) return { errorCode: ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, message: 'No reassignment is in progress for this partition.' };
+    const isr = p.state.isr.filter((r) => original.includes(r));
+    const leader = original.includes(p.state.leader) ? p.state.leader : (original.find((r) => isr.includes(r) && live.has(r)) ?? -1);
+    return { replicas: original, reassigning: null, state: changed(p.state, leader, isr) };
+  }
+  if (target.length === 0) return { errorCode: ErrorCode.INVALID_REPLICA_ASSIGNMENT, message: 'The target replica list is empty.' };
+  if (new Set(target).size !== target.length) return { errorCode: ErrorCode.INVALID_REPLICA_ASSIGNMENT, message: `The target replicas [${target.join(', ')}] name a broker twice.` };
+  const unknown = target.filter((r) => !live.has(r));
+  if (unknown.length > 0) return { errorCode: ErrorCode.INVALID_REPLICA_ASSIGNMENT, message: `Brokers ${unknown.join(', ')} are not registered.` };
+  const removing = original.filter((r) => !target.includes(r));
+  const adding = target.filter((r) => !original.includes(r));
+  if (!p.reassigning && adding.length === 0 && removing.length === 0 && target.every((r, i) => p.replicas[i] === r)) return p;
+  const replicas = [...target, ...removing];
+  // A replica that was being added and is no longer wanted leaves the ISR (and the lead) at once.
+  const isr = p.state.isr.filter((r) => replicas.includes(r));
+  const leader = replicas.includes(p.state.leader) ? p.state.leader : (target.find((r) => isr.includes(r) && live.has(r)) ?? -1);
+  const state = leader === p.state.leader && isr.length === p.state.isr.length ? { ...p.state, partitionEpoch: p.state.partitionEpoch + 1 } : changed(p.state, leader, isr);
+  return { replicas, reassigning: { adding, removing }, state };
+}
+
+/**
+ * The controller's step for a partition being reassigned: once every target
+ * replica is in the ISR, the replicas become the target, the removed ones
+ * leave the ISR, and a leader being removed gives way to the first target
+ * replica in the ISR and alive. Null while the target is not in sync yet.
+ *
+ * Example: { replicas: [2, 3, 4, 1], adding [4], removing [1], leader 1,
+ * isr [1, 2, 3, 4] } -> { replicas: [2, 3, 4], leader 2, isr [2, 3, 4] }.
+ */
+export function completeReassignment(p: StoredPartitionView, live: ReadonlySet<number>): StoredPartitionView | null {
+  if (!p.reassigning) return null;
+  const target = p.replicas.filter((r) => !p.reassigning!.removing.includes(r));
+  if (!target.every((r) => p.state.isr.includes(r))) return null;
+  const isr = p.state.isr.filter((r) => target.includes(r));
+  const leader = target.includes(p.state.leader) && live.has(p.state.leader) ? p.state.leader : (target.find((r) => isr.includes(r) && live.has(r)) ?? -1);
+  return { replicas: target, reassigning: null, state: changed(p.state, leader, isr) };
+}
+
+/**
+ * ElectLeaders for one partition: 'preferred' makes the first replica the
+ * leader when it is alive and in the ISR (PREFERRED_LEADER_NOT_AVAILABLE
+ * otherwise, ELECTION_NOT_NEEDED when it leads already); 'unclean' gives a
+ * partition without a live leader one: an in-sync replica if one is alive,
+ * else the first live replica, alone in the ISR (ELECTION_NOT_NEEDED while
+ * the leader is alive, ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is).
+ *
+ * Example: replicas [1, 2], leader 2, isr [1, 2], 'preferred' -> leader 1.
+ */
+export function electLeader(p: StoredPartitionView, type: 'preferred' | 'unclean', live: ReadonlySet<number>): StoredPartition | { errorCode: number; message: string } {
+  const s = p.state;
+  if (type === 'preferred') {
+    const preferred = p.replicas[0];
+    if (preferred === undefined) return { errorCode: ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, message: 'The partition has no replicas.' };
+    if (s.leader === preferred) return { errorCode: ErrorCode.ELECTION_NOT_NEEDED, message: 'The preferred replica is the leader already.' };
+    if (!live.has(preferred) || !s.isr.includes(preferred)) {
+      return { errorCode: ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, message: `The preferred replica ${preferred} is not ${live.has(preferred) ? 'in sync' : 'alive'}.` };
+    }
+    return changed(s, preferred, s.isr);
+  }
+  if (s.leader >= 0 && live.has(s.leader)) return { errorCode: ErrorCode.ELECTION_NOT_NEEDED, message: 'The partition has a live leader.' };
+  const clean = p.replicas.find((r) => s.isr.includes(r) && live.has(r));
+  if (clean !== undefined) return changed(s, clean, s.isr.filter((r) => live.has(r)));
+  const any = p.replicas.find((r) => live.has(r));
+  if (any === undefined) return { errorCode: ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, message: 'No replica of the partition is alive.' };
+  return changed(s, any, [any]);
+}
+
+/**
+ * Partitions whose preferred replica should lead again (auto.leader.rebalance.enable):
+ * those whose first replica is alive and in the ISR but does not lead, and
+ * which are not being reassigned. As Kafka 4.0's controller (KRaft), every
+ * such partition counts, whatever the share of a broker's partitions it is.
+ *
+ * Example: a partition with replicas [1, 2], leader 2, ISR [1, 2] and 1 alive
+ * -> listed.
+ */
+export function imbalancedPartitions(topics: readonly { name: string; partitions: readonly StoredPartitionView[] }[], live: ReadonlySet<number>): { topic: string; partition: number }[] {
+  const out: { topic: string; partition: number }[] = [];
+  for (const t of topics) {
+    t.partitions.forEach((p, partition) => {
+      const preferred = p.replicas[0];
+      if (preferred === undefined || p.reassigning) return;
+      if (p.state.leader !== preferred && live.has(preferred) && p.state.isr.includes(preferred)) out.push({ topic: t.name, partition });
+    });
+  }
+  return out;
 }

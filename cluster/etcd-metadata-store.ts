@@ -19,6 +19,7 @@
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import type { Etcd3, IKeyValue, IWatchResponse, Lease, Watcher } from 'etcd3';
+import { ErrorCode } from '../wire/errors.js';
 import { randomUuid } from '../wire/uuid.js';
 import {
   type Entry,
@@ -26,10 +27,15 @@ import {
   type StoredBroker,
   type StoredController,
   type StoredPartition,
+  type StoredPartitionView,
   type StoredTopic,
   assignReplicas,
+  completeReassignment,
+  electLeader,
   electLeaders,
   imageFromEntries,
+  imbalancedPartitions,
+  reassign,
 } from './etcd-layout.js';
 import {
   type BrokerRegistration,
@@ -38,6 +44,7 @@ import {
   type MetadataImage,
   type MetadataStore,
   type NewTopic,
+  type PartitionChangeResult,
   PRODUCER_ID_BLOCK_SIZE,
   type TopicImage,
   type TopicRef,
@@ -62,6 +69,12 @@ export interface EtcdStoreOptions {
   readonly sessionTimeoutMs: number;
   /** How long one etcd call, or the wait for the watch to bring a change back, may take before it fails. */
   readonly callTimeoutMs?: number;
+  /**
+   * auto.leader.rebalance.enable and leader.imbalance.check.interval.seconds
+   * (in ms): how often the controller gives partitions back to their
+   * preferred replicas; off when absent.
+   */
+  readonly leaderRebalanceIntervalMs?: number;
   readonly log: EtcdStoreLogger;
 }
 
@@ -108,10 +121,13 @@ export class EtcdMetadataStore implements MetadataStore {
   private self: BrokerRegistration | null = null;
   private directoryId = '';
   private closed = false;
+  /** Set by controlledShutdown(): never register again. */
+  private leaving = false;
   private campaigning = false;
   private electing: Promise<void> | null = null;
   private electAgain = false;
   private retryTimer: NodeJS.Timeout | null = null;
+  private rebalanceTimer: NodeJS.Timeout | null = null;
 
   private constructor(
     private readonly client: Etcd3,
@@ -205,6 +221,13 @@ export class EtcdMetadataStore implements MetadataStore {
     this.self = self;
     this.directoryId = directoryId;
     await this.registerUnderNewLease();
+    const every = this.opts.leaderRebalanceIntervalMs;
+    if (every !== undefined && every > 0 && !this.rebalanceTimer) {
+      this.rebalanceTimer = setInterval(() => {
+        this.rebalanceLeaders().catch((err: unknown) => this.opts.log.warn({ err: (err as Error).message }, 'auto leader rebalance did not complete; trying again later'));
+      }, every);
+      this.rebalanceTimer.unref();
+    }
   }
 
   async createTopic(topic: NewTopic): Promise<TopicImage> {
@@ -360,6 +383,107 @@ export class EtcdMetadataStore implements MetadataStore {
     });
   }
 
+  async alterPartitionReassignments(changes: readonly { topic: string; partition: number; replicas: readonly number[] | null }[]): Promise<PartitionChangeResult[]> {
+    const answers = new Map<string, PartitionChangeResult>();
+    const byTopic = new Map<string, { partition: number; replicas: readonly number[] | null }[]>();
+    for (const c of changes) byTopic.set(c.topic, [...(byTopic.get(c.topic) ?? []), { partition: c.partition, replicas: c.replicas }]);
+    for (const [topic, list] of byTopic) {
+      const results = await this.changePartitions(topic, list.map((c) => c.partition), (view, i, live) => {
+        const r = reassign(view, list[i]!.replicas, live);
+        return 'errorCode' in r ? r : { view: r };
+      });
+      list.forEach((c, i) => answers.set(`${topic}\u0000${c.partition}`, { topic, partition: c.partition, ...results[i]! }));
+    }
+    const done = changes.map((c) => answers.get(`${c.topic}\u0000${c.partition}`)!);
+    const started = done.filter((r) => r.errorCode === ErrorCode.NONE).length;
+    if (started > 0) this.opts.log.info({ partitions: started }, 'partition reassignments changed');
+    return done;
+  }
+
+  async electLeaders(type: 'preferred' | 'unclean', partitions: readonly { topic: string; partition: number }[] | null): Promise<PartitionChangeResult[]> {
+    const all = partitions === null;
+    const asked = partitions ?? [...this.current.topics.values()].flatMap((t) => t.partitions.map((p) => ({ topic: t.name, partition: p.partition })));
+    const byTopic = new Map<string, number[]>();
+    for (const p of asked) byTopic.set(p.topic, [...(byTopic.get(p.topic) ?? []), p.partition]);
+    const out: PartitionChangeResult[] = [];
+    for (const [topic, list] of byTopic) {
+      const results = await this.changePartitions(topic, list, (view, _i, live) => {
+        const r = electLeader(view, type, live);
+        return 'errorCode' in r ? r : { view: { ...view, state: r } };
+      });
+      list.forEach((partition, i) => {
+        const r = results[i]!;
+        // Asked for every partition, Kafka lists only those that needed an election.
+        if (!all || r.errorCode !== ErrorCode.ELECTION_NOT_NEEDED) out.push({ topic, partition, ...r });
+      });
+    }
+    const elected = out.filter((r) => r.errorCode === ErrorCode.NONE);
+    if (elected.length > 0) this.opts.log.info({ type, partitions: elected.map((r) => `${r.topic}-${r.partition}`) }, 'elected partition leaders on request');
+    return out;
+  }
+
+  /**
+   * Changes some partitions of one topic in one etcd transaction that
+   * compares the revisions of the topic and partition-state keys it read:
+   * `decide` gets each asked partition as stored (with its index in `asked`)
+   * and the live brokers, and gives the new view or the error to answer.
+   * Unknown topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION; a
+   * partition asked twice is decided once, from what it was.
+   */
+  private async changePartitions(
+    topic: string,
+    asked: readonly number[],
+    decide: (view: StoredPartitionView, index: number, live: ReadonlySet<number>) => { view: StoredPartitionView } | { errorCode: number; message: string },
+  ): Promise<{ errorCode: number; message: string | null }[]> {
+    const unknown = { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message: `Topic '${topic}' or the partition does not exist.` };
+    try {
+      return await this.withRetries(async () => {
+        const topicKey = this.layout.topic(topic);
+        const partsKey = this.layout.partitions(topic);
+        const topicEntry = this.entries.get(topicKey);
+        const partsEntry = this.entries.get(partsKey);
+        if (!topicEntry || !partsEntry) throw new UnknownTopicError(unknown.message);
+        const stored = JSON.parse(topicEntry.value) as StoredTopic;
+        const states = JSON.parse(partsEntry.value) as StoredPartition[];
+        const views: StoredPartitionView[] = stored.replicas.map((replicas, i) => ({ replicas, reassigning: stored.reassigning?.[String(i)] ?? null, state: states[i]! }));
+        const live = new Set(this.current.brokers.keys());
+        const answers: { errorCode: number; message: string | null }[] = [];
+        const next = [...views];
+        asked.forEach((p, i) => {
+          const view = views[p];
+          if (!Number.isInteger(p) || view === undefined) {
+            answers.push(unknown);
+            return;
+          }
+          const d = decide(view, i, live);
+          if ('errorCode' in d) answers.push(d);
+          else {
+            next[p] = d.view;
+            answers.push({ errorCode: ErrorCode.NONE, message: null });
+          }
+        });
+        if (next.every((v, i) => v === views[i])) return { done: answers, revision: this.applied };
+        const reassigning: Record<string, { adding: readonly number[]; removing: readonly number[] }> = {};
+        next.forEach((v, i) => {
+          if (v.reassigning) reassigning[String(i)] = v.reassigning;
+        });
+        const newTopic: StoredTopic = { topicId: stored.topicId, replicas: next.map((v) => v.replicas), ...(Object.keys(reassigning).length > 0 ? { reassigning } : {}) };
+        const c = this.client;
+        const res = await this.call(() =>
+          c
+            .if(topicKey, 'Mod', '==', topicEntry.modRevision)
+            .and(partsKey, 'Mod', '==', partsEntry.modRevision)
+            .then(c.put(topicKey).value(JSON.stringify(newTopic)), c.put(partsKey).value(JSON.stringify(next.map((v) => v.state))))
+            .commit(),
+        );
+        return res.succeeded ? { done: answers, revision: BigInt(res.header.revision) } : null;
+      });
+    } catch (err) {
+      if (err instanceof UnknownTopicError) return asked.map(() => unknown);
+      throw err;
+    }
+  }
+
   async allocateProducerIdBlock(): Promise<{ firstProducerId: bigint; size: number }> {
     const key = this.layout.producerIds();
     const c = this.client;
@@ -376,12 +500,59 @@ export class EtcdMetadataStore implements MetadataStore {
     throw new MetadataUnavailableError(`producer id blocks: ${CAS_ATTEMPTS} attempts lost to other brokers`);
   }
 
+  /**
+   * Controlled shutdown, before the broker stops serving: deregisters (giving
+   * up the controller's key too when this broker holds it), so the
+   * controller elects new leaders from the other in-sync replicas and takes
+   * this broker out of every ISR, then waits until no partition names this
+   * broker its leader while another registered broker is in its ISR, or
+   * `timeoutMs` passes. The copy of the metadata stays up to date meanwhile,
+   * so the broker answers NOT_LEADER_OR_FOLLOWER for what moved. A partition
+   * of which this broker is the only in-sync replica left has no leader until
+   * this broker comes back. Resolves how many partitions still name it when
+   * it stops waiting (0 when all moved). Returns at once when the broker is
+   * not registered or etcd cannot be reached: there is nobody to hand over to.
+   */
+  async controlledShutdown(timeoutMs: number): Promise<number> {
+    if (this.closed || !this.self) return 0;
+    this.leaving = true;
+    const nodeId = this.self.nodeId;
+    const leading = (image: MetadataImage): number => {
+      let n = 0;
+      for (const t of image.topics.values()) for (const p of t.partitions) if (p.leader === nodeId) n++;
+      return n;
+    };
+    const movable = (image: MetadataImage): boolean => {
+      for (const t of image.topics.values()) {
+        for (const p of t.partitions) if (p.leader === nodeId && p.isr.some((r) => r !== nodeId && image.brokers.has(r))) return true;
+      }
+      return false;
+    };
+    const lease = this.lease;
+    this.lease = null;
+    const revoked = lease ? await lease.revoke().then(() => true, () => false) : false;
+    if (!revoked || !movable(this.current)) return leading(this.current);
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.listeners.delete(check);
+        resolve(leading(this.current));
+      };
+      const check = (image: MetadataImage): void => {
+        if (!movable(image)) done();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.listeners.add(check);
+    });
+  }
+
   /** Deregisters (other brokers see this broker go at once, not when its lease runs out) and disconnects. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.listeners.clear();
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.rebalanceTimer) clearInterval(this.rebalanceTimer);
     for (const w of this.waiters.splice(0)) {
       clearTimeout(w.timer);
       w.reject(new MetadataUnavailableError('the metadata store was closed'));
@@ -612,7 +783,7 @@ export class EtcdMetadataStore implements MetadataStore {
   /** One loop at a time: registers again until it works, or another broker has taken the node id. */
   private reregister(): Promise<void> {
     this.registering ??= (async () => {
-      while (!this.closed && !this.lease) {
+      while (!this.closed && !this.leaving && !this.lease) {
         try {
           await this.registerUnderNewLease();
           this.opts.log.info({ nodeId: this.self!.nodeId }, 'registered in etcd again');
@@ -698,17 +869,55 @@ export class EtcdMetadataStore implements MetadataStore {
       const partsEntry = this.entries.get(partsKey);
       if (!topicEntry || !partsEntry) continue;
       const stored = JSON.parse(topicEntry.value) as StoredTopic;
-      const next = electLeaders(JSON.parse(partsEntry.value) as StoredPartition[], stored.replicas, live);
-      if (!next) continue;
+      const elected = electLeaders(JSON.parse(partsEntry.value) as StoredPartition[], stored.replicas, live);
+      const states = [...(elected ?? (JSON.parse(partsEntry.value) as StoredPartition[]))];
+      // Reassignments whose target replicas are all in sync now: the replicas being removed go.
+      const replicas = [...stored.replicas];
+      const reassigning = { ...stored.reassigning };
+      const completed: number[] = [];
+      for (const key of Object.keys(reassigning)) {
+        const i = Number(key);
+        const done = completeReassignment({ replicas: replicas[i]!, reassigning: reassigning[key]!, state: states[i]! }, live);
+        if (!done) continue;
+        replicas[i] = done.replicas;
+        states[i] = done.state;
+        delete reassigning[key];
+        completed.push(i);
+      }
+      if (!elected && completed.length === 0) continue;
       const c = this.client;
-      // Only while this broker still holds the controller key it read, and the states are as it read them.
-      const res = await c
-        .if(partsKey, 'Mod', '==', partsEntry.modRevision)
-        .and(this.layout.controller(), 'Mod', '==', controller.modRevision)
-        .then(c.put(partsKey).value(JSON.stringify(next)))
-        .commit();
-      if (res.succeeded) this.opts.log.info({ topic: name, live: [...live] }, 'elected partition leaders');
+      // Only while this broker still holds the controller key it read, and the keys are as it read them.
+      let txn = c.if(partsKey, 'Mod', '==', partsEntry.modRevision).and(this.layout.controller(), 'Mod', '==', controller.modRevision);
+      const puts = [c.put(partsKey).value(JSON.stringify(states))];
+      if (completed.length > 0) {
+        const topicKey = this.layout.topic(name);
+        txn = txn.and(topicKey, 'Mod', '==', topicEntry.modRevision);
+        const newTopic: StoredTopic = { topicId: stored.topicId, replicas, ...(Object.keys(reassigning).length > 0 ? { reassigning } : {}) };
+        puts.push(c.put(topicKey).value(JSON.stringify(newTopic)));
+      }
+      const res = await txn.then(...puts).commit();
+      if (res.succeeded && elected) this.opts.log.info({ topic: name, live: [...live] }, 'elected partition leaders');
+      if (res.succeeded && completed.length > 0) this.opts.log.info({ topic: name, partitions: completed }, 'partition reassignments completed');
     }
+  }
+
+  /** As the controller, every leader.imbalance.check.interval.seconds: preferred replicas in sync lead again. */
+  private async rebalanceLeaders(): Promise<void> {
+    if (this.closed || this.leaving || !this.lease || !this.self || this.current.controllerId !== this.self.nodeId) return;
+    const live = new Set(this.current.brokers.keys());
+    const topics: { name: string; partitions: StoredPartitionView[] }[] = [];
+    for (const name of this.current.topics.keys()) {
+      const topicEntry = this.entries.get(this.layout.topic(name));
+      const partsEntry = this.entries.get(this.layout.partitions(name));
+      if (!topicEntry || !partsEntry) continue;
+      const stored = JSON.parse(topicEntry.value) as StoredTopic;
+      const states = JSON.parse(partsEntry.value) as StoredPartition[];
+      topics.push({ name, partitions: stored.replicas.map((replicas, i) => ({ replicas, reassigning: stored.reassigning?.[String(i)] ?? null, state: states[i]! })) });
+    }
+    const imbalanced = imbalancedPartitions(topics, live);
+    if (imbalanced.length === 0) return;
+    this.opts.log.info({ partitions: imbalanced.length }, 'auto leader rebalance: preferred replicas lead again');
+    await this.electLeaders('preferred', imbalanced);
   }
 }
 

@@ -86,6 +86,8 @@ export interface GroupCoordinatorConfig {
   readonly offsetMetadataMaxBytes: number;
   /** How long a new member's parked JoinGroup may wait (Kafka's fixed 5 minutes). */
   readonly newMemberJoinTimeoutMs: number;
+  /** offsets.commit.timeout.ms: how long an answer waits for its records to reach every in-sync replica */
+  readonly offsetCommitTimeoutMs: number;
 }
 
 /** Kafka 4.0's defaults. */
@@ -98,6 +100,7 @@ export const DEFAULT_GROUP_COORDINATOR_CONFIG: GroupCoordinatorConfig = {
   offsetsRetentionCheckIntervalMs: 600000,
   offsetMetadataMaxBytes: 4096,
   newMemberJoinTimeoutMs: 5 * 60_000,
+  offsetCommitTimeoutMs: 5000,
 };
 
 /** The coordinator's way to its partitions of __consumer_offsets. */
@@ -110,6 +113,13 @@ export interface OffsetsTopicStore {
   append(partition: number, batch: Buffer): { errorCode: number; baseOffset: bigint };
   /** The partition's stored batches from its log start to its end, in chunks of whole batches. */
   read(partition: number): Iterable<Buffer>;
+  /**
+   * Resolves once everything the partition's log holds now is on every
+   * in-sync replica: NONE, or the append error of an acks=all produce that
+   * could not get there (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+   * REQUEST_TIMED_OUT after `timeoutMs`). A store without replicas has none.
+   */
+  replicated?(partition: number, timeoutMs: number): Promise<number>;
 }
 
 export interface GroupCoordinatorLogger {
@@ -1415,6 +1425,20 @@ export class GroupCoordinator {
     if (this.stopped) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
     if (groupId === '') return ErrorCode.INVALID_GROUP_ID;
     return ErrorCode.NONE;
+  }
+
+  /**
+   * Waits until what the group's partition of __consumer_offsets holds now
+   * is on every in-sync replica, as Kafka's coordinator answers only then:
+   * NONE, or the error to answer instead (COORDINATOR_NOT_AVAILABLE when the
+   * replicas do not follow in offsets.commit.timeout.ms, NOT_COORDINATOR when
+   * leadership moved). A handler calls it after the coordinator wrote the
+   * request's records and before it answers.
+   */
+  async replicated(groupId: string): Promise<number> {
+    if (this.numPartitions === 0 || !this.store.replicated) return ErrorCode.NONE;
+    const code = await this.store.replicated(partitionFor(groupId, this.numPartitions), this.config.offsetCommitTimeoutMs);
+    return code === ErrorCode.NONE ? code : appendErrorToResponseError(code);
   }
 
   private shardOf(groupId: string): Shard | undefined {

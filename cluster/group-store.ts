@@ -2,9 +2,11 @@
  * A coordinator's partitions of its internal topic (__consumer_offsets for
  * the group coordinator, __transaction_state for the transaction
  * coordinator), reached through the replica manager like any partition:
- * appends as their leader with acks=all and the coordinator origin, reads
- * from the log start to the log end for loading.
+ * appends as their leader with acks=all and the coordinator origin, waits
+ * for the in-sync replicas to have them, reads from the log start to the log
+ * end for loading.
  */
+import { ErrorCode } from '../wire/errors.js';
 import { LAST_OFFSET_DELTA, wholeBatches } from '../wire/record-batch.js';
 import { GROUP_METADATA_TOPIC } from './group-partition.js';
 import type { OffsetsTopicStore } from './group-coordinator.js';
@@ -23,6 +25,11 @@ export function replicaOffsetsStore(replicas: ReplicaManager, topic: string = GR
     append(partition, batch) {
       const r = replicas.appendRecords(topic, partition, batch, -1, 'coordinator');
       return { errorCode: r.errorCode, baseOffset: r.baseOffset };
+    },
+    replicated(partition, timeoutMs) {
+      const log = replicas.logFor(topic, partition);
+      if (!log) return Promise.resolve(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+      return replicas.waitForReplication(topic, partition, log.logEndOffset, timeoutMs);
     },
     *read(partition) {
       const log = replicas.logFor(topic, partition);

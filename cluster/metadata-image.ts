@@ -24,6 +24,9 @@ export interface PartitionState {
   readonly replicas: readonly number[];
   readonly isr: readonly number[];
   readonly offlineReplicas: readonly number[];
+  /** While a reassignment moves the partition (KIP-455): replicas joining, and replicas leaving once those are in sync. */
+  readonly addingReplicas?: readonly number[];
+  readonly removingReplicas?: readonly number[];
 }
 
 export interface TopicImage {
@@ -137,7 +140,35 @@ export interface MetadataStore {
    * broker holds every replica have no followers and no such method.
    */
   alterPartitionIsr?(topic: string, partition: number, leaderEpoch: number, baseIsr: readonly number[], isr: readonly number[]): Promise<void>;
+  /**
+   * Before a broker of a cluster stops: takes it out of the cluster so that
+   * its partitions get other leaders, and resolves once none names it (or
+   * after `timeoutMs`) with how many still do. Stores of one broker have none.
+   */
+  controlledShutdown?(timeoutMs: number): Promise<number>;
+  /**
+   * AlterPartitionReassignments (KIP-455): starts moving each partition to
+   * its target replicas (null cancels a reassignment in progress); the
+   * controller completes a move once the target replicas are in sync. One
+   * answer per partition asked, in order. Stores of one broker have none.
+   */
+  alterPartitionReassignments?(changes: readonly { topic: string; partition: number; replicas: readonly number[] | null }[]): Promise<PartitionChangeResult[]>;
+  /**
+   * ElectLeaders: a 'preferred' or 'unclean' election for each partition
+   * asked, or for every partition when `partitions` is null (then only the
+   * partitions whose answer is not ELECTION_NOT_NEEDED are listed). Stores of
+   * one broker have none.
+   */
+  electLeaders?(type: 'preferred' | 'unclean', partitions: readonly { topic: string; partition: number }[] | null): Promise<PartitionChangeResult[]>;
   close(): Promise<void>;
+}
+
+/** One partition's answer to a change of its replicas or leader: NONE, or the error code with a message. */
+export interface PartitionChangeResult {
+  readonly topic: string;
+  readonly partition: number;
+  readonly errorCode: number;
+  readonly message: string | null;
 }
 
 /** How many producer ids one allocateProducerIdBlock hands out (Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE). */

@@ -27,6 +27,9 @@ export interface ReplicaLogger {
 /** replica.lag.time.max.ms: Kafka's default. */
 export const DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000;
 
+/** How long a transaction marker waits for the in-sync replicas (Kafka's request.timeout.ms default). */
+const MARKER_REPLICATION_TIMEOUT_MS = 30_000;
+
 /** What a leader knows of one follower, as Kafka's Replica keeps it. */
 interface FollowerState {
   /** The follower's log end, from its last fetch offset; -1n before its first fetch under this leader epoch. */
@@ -338,8 +341,8 @@ export class ReplicaManager {
    * `partitions` as their leader, as Kafka's WriteTxnMarkers does on the
    * partition leader: the marker closes the producer's transaction there,
    * moves the last stable offset, and on an abort records the transaction in
-   * the aborted-transaction index. Resolves one error code per partition;
-   * never throws. After a marker lands in a partition of __consumer_offsets,
+   * the aborted-transaction index. Resolves one error code per partition,
+   * once the marker is on every in-sync replica (as acks=all); never throws. After a marker lands in a partition of __consumer_offsets,
    * `onOffsetsTxnMarker` learns of it, so the group coordinator can make the
    * transaction's offsets visible or drop them.
    *
@@ -355,7 +358,17 @@ export class ReplicaManager {
     commit: boolean;
     partitions: readonly { topic: string; partition: number }[];
   }): Promise<{ topic: string; partition: number; errorCode: number }[]> {
-    return req.partitions.map(({ topic, partition }) => ({ topic, partition, errorCode: this.writeMarker(topic, partition, req) }));
+    // As acks=all: a marker counts once every in-sync replica has it.
+    return Promise.all(
+      req.partitions.map(async ({ topic, partition }) => {
+        let errorCode = this.writeMarker(topic, partition, req);
+        if (errorCode === ErrorCode.NONE) {
+          const log = this.logs.get(topic, partition);
+          errorCode = log ? await this.waitForReplication(topic, partition, log.logEndOffset, MARKER_REPLICATION_TIMEOUT_MS) : ErrorCode.NOT_LEADER_OR_FOLLOWER;
+        }
+        return { topic, partition, errorCode };
+      }),
+    );
   }
 
   private writeMarker(
@@ -1076,6 +1089,11 @@ export class ReplicaManager {
       this.hostedTopicIds.delete(name);
       this.deleteLogs((topic) => topic === name, 'topic deleted');
     }
+    // A reassignment that took this broker's replica away (KIP-455): its copy goes, as Kafka's StopReplica with delete.
+    this.deleteLogs((topic, partition) => {
+      const p = image.topics.get(topic)?.partitions[partition];
+      return p !== undefined && !p.replicas.includes(this.nodeId);
+    }, 'replica moved to other brokers');
     // New logs are created together: one sync of the data directory for all of them.
     const missing: { topic: string; partition: number }[] = [];
     for (const t of image.topics.values()) {

@@ -90,6 +90,8 @@ export interface TransactionCoordinatorConfig {
   readonly markerRetryBackoffMs: number;
   /** retry.backoff.max.ms: the longest wait between marker attempts */
   readonly markerRetryBackoffMaxMs: number;
+  /** request.timeout.ms: how long an answer waits for its state records to reach every in-sync replica */
+  readonly stateLogReplicationTimeoutMs: number;
 }
 
 /** Kafka 4.0's defaults. */
@@ -100,6 +102,7 @@ export const DEFAULT_TRANSACTION_COORDINATOR_CONFIG: TransactionCoordinatorConfi
   removeExpiredTransactionalIdCleanupIntervalMs: 3600000,
   markerRetryBackoffMs: 100,
   markerRetryBackoffMaxMs: 1000,
+  stateLogReplicationTimeoutMs: 30000,
 };
 
 export interface TransactionCoordinatorLogger {
@@ -736,6 +739,19 @@ export class TransactionCoordinator {
     const shard = this.shards.get(partitionFor(transactionalId, this.numPartitions));
     if (!shard) return { error: ErrorCode.NOT_COORDINATOR };
     return { shard, txn: shard.txns.get(transactionalId) };
+  }
+
+  /**
+   * Waits until what the transactional id's partition of __transaction_state
+   * holds now is on every in-sync replica, as Kafka's coordinator answers
+   * only then: NONE, or the error to answer instead (COORDINATOR_NOT_AVAILABLE,
+   * NOT_COORDINATOR). A handler calls it after the coordinator wrote the
+   * request's state and before it answers.
+   */
+  async replicated(transactionalId: string): Promise<number> {
+    if (this.numPartitions === 0 || !this.store.replicated) return ErrorCode.NONE;
+    const code = await this.store.replicated(partitionFor(transactionalId, this.numPartitions), this.config.stateLogReplicationTimeoutMs);
+    return code === ErrorCode.NONE ? code : appendErrorToResponseError(code);
   }
 
   private shardOf(transactionalId: string): TxnShard | undefined {

@@ -97,7 +97,13 @@ export class Broker {
         const { EtcdMetadataStore } = await import('../cluster/etcd-metadata-store.js');
         try {
           etcd = await EtcdMetadataStore.connect(
-            { endpoints: config.metadata.endpoints, root: config.metadata.root, sessionTimeoutMs: config.brokerSessionTimeoutMs, log },
+            {
+              endpoints: config.metadata.endpoints,
+              root: config.metadata.root,
+              sessionTimeoutMs: config.brokerSessionTimeoutMs,
+              ...(config.autoLeaderRebalanceEnable ? { leaderRebalanceIntervalMs: config.leaderImbalanceCheckIntervalSeconds * 1000 } : {}),
+              log,
+            },
             randomUuid(),
           );
         } catch (err) {
@@ -210,12 +216,21 @@ export class Broker {
   }
 
   /**
-   * Stops accepting, lets every connection finish the requests it has already
-   * read (bounded by shutdown.timeout.ms), closes them, closes the partition
-   * logs, then releases the data directory.
+   * In a cluster, first moves leadership away (controlled shutdown, see
+   * MetadataStore.controlledShutdown). Then stops accepting, lets every
+   * connection finish the requests it has already read (bounded by
+   * shutdown.timeout.ms), closes them, closes the partition logs, then
+   * releases the data directory.
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      if (this.store.controlledShutdown && this.config.controlledShutdownEnable) {
+        // Still serving: clients are told NOT_LEADER_OR_FOLLOWER as leadership moves, and find the new leaders.
+        const t0 = Date.now();
+        const left = await this.store.controlledShutdown(this.config.shutdownTimeoutMs);
+        if (left === 0) this.log.info({ ms: Date.now() - t0 }, 'controlled shutdown: this broker leads no partition any more');
+        else this.log.warn({ ms: Date.now() - t0, partitions: left }, 'controlled shutdown: partitions still name this broker their leader; stopping anyway');
+      }
       const closed = Promise.all(this.bound.map((b) => new Promise<void>((res) => b.server.close(() => res()))));
       // Long-polling fetches answer now instead of holding the drain up to their max_wait_ms,
       // and so do parked JoinGroup and SyncGroup requests (NOT_COORDINATOR), whose timers stop.

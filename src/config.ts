@@ -37,6 +37,9 @@ export const CONFIG_DEFS = {
   'max.connections': { kind: 'int', default: '2147483647', doc: 'Open client connections allowed; more are closed at once.', min: 0 },
   'connections.max.idle.ms': { kind: 'long', default: '600000', doc: 'Idle connections are closed after this long.', min: 1, max: 2147483647 },
   'queued.max.requests': { kind: 'int', default: '500', doc: 'Requests read ahead on one connection before reading pauses.', min: 1 },
+  'auto.leader.rebalance.enable': { kind: 'bool', default: 'true', doc: 'In a cluster, the controller gives partitions back to their preferred replica (the first) when it is in sync again.' },
+  'leader.imbalance.check.interval.seconds': { kind: 'int', default: '300', doc: 'How often the controller looks for partitions whose preferred replica should lead again.', min: 1 },
+  'controlled.shutdown.enable': { kind: 'bool', default: 'true', doc: 'In a cluster, move partition leadership to the other in-sync replicas before a broker stops (for up to shutdown.timeout.ms).' },
   'shutdown.timeout.ms': { kind: 'long', default: '30000', doc: 'Longest a graceful shutdown waits for in-flight requests.', min: 0, max: 2147483647 },
   'fetch.max.bytes': { kind: 'int', default: '57671680', doc: 'Most record bytes one Fetch response returns, whatever the request asks (the first batch still goes out whole).', min: 0 },
   'max.incremental.fetch.session.cache.slots': { kind: 'int', default: '1000', doc: 'Incremental fetch sessions (KIP-227) the broker keeps.', min: 0 },
@@ -60,6 +63,7 @@ export const CONFIG_DEFS = {
   'offsets.retention.minutes': { kind: 'int', default: '10080', doc: 'Committed offsets of a group expire this long after it became empty (or after the commit, for groups that only commit).', min: 1 },
   'offsets.retention.check.interval.ms': { kind: 'long', default: '600000', doc: 'How often expired offsets are looked for.', min: 1 },
   'offset.metadata.max.bytes': { kind: 'int', default: '4096', doc: 'Longest metadata an offset commit may carry.' },
+  'offsets.commit.timeout.ms': { kind: 'int', default: '5000', doc: 'How long an offset commit waits for every in-sync replica of its __consumer_offsets partition before it is answered COORDINATOR_NOT_AVAILABLE.', min: 1 },
 } as const satisfies Record<string, Def>;
 
 export type ConfigKey = keyof typeof CONFIG_DEFS;
@@ -91,6 +95,9 @@ export interface BrokerConfig {
   readonly connectionsMaxIdleMs: number;
   readonly queuedMaxRequests: number;
   readonly shutdownTimeoutMs: number;
+  readonly controlledShutdownEnable: boolean;
+  readonly autoLeaderRebalanceEnable: boolean;
+  readonly leaderImbalanceCheckIntervalSeconds: number;
   readonly fetchMaxBytes: number;
   readonly maxIncrementalFetchSessionCacheSlots: number;
   readonly offsetsTopicNumPartitions: number;
@@ -113,6 +120,7 @@ export interface BrokerConfig {
   readonly offsetsRetentionMinutes: number;
   readonly offsetsRetentionCheckIntervalMs: number;
   readonly offsetMetadataMaxBytes: number;
+  readonly offsetsCommitTimeoutMs: number;
 }
 
 /** metadata.store: the local file store, or etcd at these HOST:PORT endpoints under `root`. */
@@ -237,6 +245,9 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     connectionsMaxIdleMs: int('connections.max.idle.ms'),
     queuedMaxRequests: int('queued.max.requests'),
     shutdownTimeoutMs: int('shutdown.timeout.ms'),
+    controlledShutdownEnable: bool('controlled.shutdown.enable'),
+    autoLeaderRebalanceEnable: bool('auto.leader.rebalance.enable'),
+    leaderImbalanceCheckIntervalSeconds: int('leader.imbalance.check.interval.seconds'),
     fetchMaxBytes: int('fetch.max.bytes'),
     maxIncrementalFetchSessionCacheSlots: int('max.incremental.fetch.session.cache.slots'),
     offsetsTopicNumPartitions: int('offsets.topic.num.partitions'),
@@ -259,6 +270,7 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     offsetsRetentionMinutes: int('offsets.retention.minutes'),
     offsetsRetentionCheckIntervalMs: int('offsets.retention.check.interval.ms'),
     offsetMetadataMaxBytes: int('offset.metadata.max.bytes'),
+    offsetsCommitTimeoutMs: int('offsets.commit.timeout.ms'),
   };
 }
 

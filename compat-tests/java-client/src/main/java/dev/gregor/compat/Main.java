@@ -4,7 +4,7 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Entry point: {@code scenario <name> <bootstrap host:port>}.
+ * Entry point: {@code scenario <name> <bootstrap host:port>}, or {@code produce-loop} (see ProduceLoop).
  * Exit codes follow the compat-client contract: 0 pass, 1 fail, 3 scenario not implemented.
  */
 public final class Main {
@@ -38,8 +38,16 @@ public final class Main {
             SCENARIOS.keySet().forEach(System.out::println);
             return PASS;
         }
+        if (args.length == 5 && args[0].equals("produce-loop")) {
+            try {
+                return ProduceLoop.run(args[1], args[2], Long.parseLong(args[3]), args[4]);
+            } catch (Throwable t) {
+                System.out.println("FAIL java-client produce-loop: " + Errors.describe(t));
+                return FAIL;
+            }
+        }
         if (args.length != 3 || !args[0].equals("scenario")) {
-            System.err.println("usage: scenario <name> <bootstrap host:port> | scenarios");
+            System.err.println("usage: scenario <name> <bootstrap host:port> | scenarios | produce-loop <bootstrap> <topic> <seconds> <out-file>");
             return USAGE;
         }
         Scenario scenario = SCENARIOS.get(args[1]);

@@ -1,0 +1,187 @@
+/**
+ * Hot expansion of a cluster of gregor broker processes on one etcd: a
+ * fourth broker joins while a kafkajs producer with acks=all goes on, a
+ * reassignment (AlterPartitionReassignments v0) moves replicas onto it and
+ * off broker 1, whose copies are then deleted, and no acknowledged record is
+ * lost; when the new broker's partitions lose it and get it back, the
+ * controller's automatic rebalance (leader.imbalance.check.interval.seconds=1)
+ * and ElectLeaders give them back to their preferred replica. Skipped where
+ * etcd is not installed, except under CI, where that fails the run.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WireConnection, api } from '../cluster/kafka-connection.js';
+import { ErrorCode } from '../wire/errors.js';
+import type { AlterPartitionReassignmentsRequest } from '../wire/messages/alter-partition-reassignments-request.js';
+import type { AlterPartitionReassignmentsResponse } from '../wire/messages/alter-partition-reassignments-response.js';
+import type { ElectLeadersRequest } from '../wire/messages/elect-leaders-request.js';
+import type { ElectLeadersResponse } from '../wire/messages/elect-leaders-response.js';
+import type { ListPartitionReassignmentsRequest } from '../wire/messages/list-partition-reassignments-request.js';
+import type { ListPartitionReassignmentsResponse } from '../wire/messages/list-partition-reassignments-response.js';
+import type { MetadataRequest } from '../wire/messages/metadata-request.js';
+import type { MetadataResponse } from '../wire/messages/metadata-response.js';
+import { ZERO_UUID } from '../wire/uuid.js';
+import { clusterView, until } from './cluster-test-support.js';
+// @ts-expect-error: JavaScript test helpers without type declarations.
+import { etcdBinary, startEtcd } from '../compat-tests/lib/etcd.mjs';
+// @ts-expect-error: JavaScript test helpers without type declarations.
+import { startGregor } from '../compat-tests/lib/gregor.mjs';
+
+interface Gregor {
+  bootstrap: string;
+  pid: number;
+  stop(): Promise<number>;
+}
+
+const hasEtcd = etcdBinary() !== null;
+let etcd: { endpoint: string; stop(): Promise<void> };
+const dirs = new Map<number, string>();
+const running = new Map<number, Gregor>();
+
+async function start(nodeId: number): Promise<void> {
+  let dir = dirs.get(nodeId);
+  if (!dir) dirs.set(nodeId, (dir = mkdtempSync(join(tmpdir(), `gregor-grow-${nodeId}-`))));
+  const args = ['--broker-id', String(nodeId), '--metadata', `etcd://${etcd.endpoint}`];
+  for (const o of ['broker.session.timeout.ms=2000', 'leader.imbalance.check.interval.seconds=1']) args.push('--override', o);
+  running.set(nodeId, await startGregor({ dataDir: dir, args }));
+}
+
+async function request<Res, Req>(name: Parameters<typeof api>[0], version: number, body: Req): Promise<Res> {
+  const b = running.get(2)!.bootstrap;
+  const at = b.lastIndexOf(':');
+  const conn = await WireConnection.open(b.slice(0, at), Number(b.slice(at + 1)));
+  try {
+    return await conn.request<Res, Req>(api(name), version, body);
+  } finally {
+    conn.close();
+  }
+}
+
+/** Each partition's replicas, in order, from Metadata v12. */
+async function replicasOf(topic: string): Promise<number[][]> {
+  const md = await request<MetadataResponse, MetadataRequest>('Metadata', 12, {
+    topics: [{ topicId: ZERO_UUID, name: topic }],
+    allowAutoTopicCreation: false,
+    includeClusterAuthorizedOperations: false,
+    includeTopicAuthorizedOperations: false,
+  });
+  return [...md.topics[0]!.partitions].sort((a, b) => a.partitionIndex - b.partitionIndex).map((p) => [...p.replicaNodes]);
+}
+
+const TARGETS = [
+  [4, 2, 3],
+  [2, 4, 3],
+  [3, 2, 4],
+];
+
+describe.skipIf(!hasEtcd && !process.env.CI)('hot expansion: a fourth broker, a reassignment onto it, preferred leaders back', () => {
+  beforeAll(async () => {
+    etcd = await startEtcd();
+    await Promise.all([start(1), start(2), start(3)]);
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all([...running.values()].map((g) => g.stop()));
+    await etcd?.stop();
+    for (const d of dirs.values()) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('moves replicas onto a broker that joined while producing, loses nothing, and gives partitions back to their preferred replicas', async () => {
+    const kafka = new Kafka({ clientId: 'expansion-test', brokers: [...running.values()].map((g) => g.bootstrap), logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    await until('three brokers', async () => (await admin.describeCluster()).brokers.length === 3);
+    await admin.createTopics({
+      topics: [{ topic: 'grow', replicaAssignment: [0, 1, 2].map((partition) => ({ partition, replicas: [1, 2, 3] })), configEntries: [{ name: 'min.insync.replicas', value: '2' }] }],
+      waitForLeaders: true,
+    });
+    await until('every ISR at three', async () => (await clusterView(running.get(2)!.bootstrap, 'grow')).partitions.every((p) => p.isr.length === 3));
+
+    const producer = kafka.producer({ allowAutoTopicCreation: false });
+    await producer.connect();
+    // A send that fails (kafkajs gives up after its retries while leadership moves) is not acknowledged and not counted.
+    const acknowledged: string[] = [];
+    let sending = true;
+    const load = (async () => {
+      for (let i = 0; sending && i < 200_000; i++) {
+        const value = `r-${i}`;
+        try {
+          await producer.send({ topic: 'grow', acks: -1, messages: [{ value, partition: i % 3 }] });
+          acknowledged.push(value);
+        } catch {
+          // not acknowledged
+        }
+      }
+    })();
+    await until('records flowing', async () => acknowledged.length >= 100);
+
+    // A fourth broker joins; nothing else restarts.
+    await start(4);
+    await until('four brokers', async () => (await admin.describeCluster()).brokers.length === 4);
+
+    const alter = await request<AlterPartitionReassignmentsResponse, AlterPartitionReassignmentsRequest>('AlterPartitionReassignments', 0, {
+      timeoutMs: 30_000,
+      topics: [{ name: 'grow', partitions: TARGETS.map((replicas, partitionIndex) => ({ partitionIndex, replicas })) }],
+    });
+    expect(alter.errorCode).toBe(ErrorCode.NONE);
+    expect(alter.responses[0]!.partitions.map((p) => p.errorCode)).toEqual([0, 0, 0]);
+    // While it runs, or once done: never anything but these partitions and these replicas.
+    const listed = await request<ListPartitionReassignmentsResponse, ListPartitionReassignmentsRequest>('ListPartitionReassignments', 0, { timeoutMs: 30_000, topics: null });
+    for (const t of listed.topics) {
+      expect(t.name).toBe('grow');
+      for (const p of t.partitions) {
+        expect(p.addingReplicas).toEqual([4]);
+        expect(p.removingReplicas).toEqual([1]);
+      }
+    }
+
+    await until('the reassignment to complete', async () => JSON.stringify(await replicasOf('grow')) === JSON.stringify(TARGETS), 60_000);
+    const after = await request<ListPartitionReassignmentsResponse, ListPartitionReassignmentsRequest>('ListPartitionReassignments', 0, { timeoutMs: 30_000, topics: null });
+    expect(after.topics).toEqual([]);
+    const view = await clusterView(running.get(2)!.bootstrap, 'grow');
+    for (const p of view.partitions) {
+      expect(p.isr).toEqual([2, 3, 4]);
+      expect(p.leader).not.toBe(1);
+    }
+    // Broker 1 holds no replica of the topic any more: its copies are deleted.
+    await until("broker 1's copies deleted", async () => [0, 1, 2].every((i) => !existsSync(join(dirs.get(1)!, `grow-${i}`))));
+
+    // Broker 4 dies and comes back: its partition leads elsewhere meanwhile, then goes back to it.
+    process.kill(running.get(4)!.pid, 'SIGKILL');
+    await running.get(4)!.stop();
+    running.delete(4);
+    await until('partition 0 led by another', async () => {
+      const [p] = (await clusterView(running.get(2)!.bootstrap, 'grow')).partitions;
+      return p && p.leader >= 0 && p.leader !== 4;
+    });
+    await start(4);
+    await until('partition 0 led by its preferred replica again', async () => (await clusterView(running.get(2)!.bootstrap, 'grow')).partitions[0]!.leader === 4, 30_000);
+    const elect = await request<ElectLeadersResponse, ElectLeadersRequest>('ElectLeaders', 2, {
+      electionType: 0,
+      topicPartitions: [{ topic: 'grow', partitions: [0, 1, 2] }],
+      timeoutMs: 30_000,
+    });
+    expect(elect.errorCode).toBe(ErrorCode.NONE);
+    expect(elect.replicaElectionResults[0]!.partitionResult.map((p) => p.errorCode)).toEqual([ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED]);
+    expect((await clusterView(running.get(2)!.bootstrap, 'grow')).partitions.map((p) => p.leader)).toEqual([4, 2, 3]);
+
+    const count = acknowledged.length;
+    await until('records still flowing', async () => acknowledged.length >= count + 100);
+    sending = false;
+    await load;
+    await producer.disconnect();
+    await admin.disconnect();
+
+    // Every acknowledged record is there.
+    const consumer = kafka.consumer({ groupId: 'grow-check' });
+    await consumer.connect();
+    await consumer.subscribe({ topic: 'grow', fromBeginning: true });
+    const seen = new Set<string>();
+    await consumer.run({ eachMessage: async ({ message }) => void seen.add(message.value!.toString()) });
+    await until('every acknowledged record consumed', async () => acknowledged.every((v) => seen.has(v)), 30_000);
+    await consumer.disconnect();
+  }, 180_000);
+});
