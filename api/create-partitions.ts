@@ -74,7 +74,9 @@ export const createPartitions = defineHandler<CreatePartitionsRequest, CreatePar
         );
         continue;
       }
-      const replicationFactor = topic.partitions[0]?.replicas.length ?? 1;
+      // While partition 0 is reassigned, its replicas include those leaving.
+      const first = topic.partitions[0];
+      const replicationFactor = first ? first.replicas.length - (first.removingReplicas?.length ?? 0) : 1;
       if (t.assignments !== null) {
         const problem = t.assignments.map((a) => manualAssignmentProblem(a.brokerIds, image, replicationFactor)).find((p) => p !== null);
         if (problem) {

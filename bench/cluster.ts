@@ -16,8 +16,10 @@
  *   against whichever broker Metadata names). The killed broker is started
  *   again and back in the ISR before the next round.
  *
- * Apache Kafka is not run as a 3-broker cluster here. Without etcd the module
- * reports that it was skipped.
+ * With --full (and unless --no-kafka), the acks=all scenario runs the same
+ * way on three reference Apache Kafka nodes (compat-tests/lib/reference-kafka.mjs:
+ * each a KRaft broker and voter, a JVM of -Xms512m -Xmx1g), after gregor's
+ * brokers are stopped. Without etcd the module reports that it was skipped.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,7 +33,7 @@ import type { ProduceResponse } from '../wire/messages/produce-response.js';
 import { WireConnection, api } from '../cluster/kafka-connection.js';
 import { clusterView, until } from '../src/cluster-test-support.js';
 import { repoRoot } from './brokers.js';
-import { benchBatch, describeErrors, produceLoad, recordsPerBatchFor, PRODUCE_VERSION } from './load.js';
+import { awaitWritable, benchBatch, describeErrors, produceLoad, recordsPerBatchFor, PRODUCE_VERSION } from './load.js';
 import type { BenchModule, BenchRow } from './report.js';
 import { runStandalone } from './report.js';
 
@@ -120,7 +122,7 @@ async function withConn<T>(g: { host: string; port: number }, fn: (c: WireConnec
   }
 }
 
-async function createReplicated(g: Gregor, topic: string, assignments: number[][]): Promise<void> {
+async function createReplicated(g: { host: string; port: number }, topic: string, assignments: number[][]): Promise<void> {
   await withConn(g, async (c) => {
     const res = await c.request<CreateTopicsResponse, CreateTopicsRequest>(api('CreateTopics'), 7, {
       topics: [
@@ -138,6 +140,59 @@ async function createReplicated(g: Gregor, topic: string, assignments: number[][
     const code = res.topics[0]?.errorCode ?? -1;
     if (code !== ErrorCode.NONE) throw new Error(`CreateTopics ${topic}: ${errorName(code)}`);
   });
+}
+
+/**
+ * The acks=all load of this module against the broker at `g` (leader of
+ * every partition of `topic`), once every partition takes a write (a broker
+ * can name a leader before the leader takes writes).
+ */
+async function acksAllLoad(g: { host: string; port: number }, topic: string, durationMs: number): ReturnType<typeof produceLoad> {
+  await awaitWritable(g.host, g.port, topic, 3, 100);
+  return produceLoad(g.host, g.port, {
+    connections: 4,
+    depth: 8,
+    recordSize: 100,
+    recordsPerBatch: recordsPerBatchFor(100),
+    acks: -1,
+    targetRate: 0,
+    topic,
+    partitions: 3,
+    warmupMs: 1000,
+    durationMs,
+  });
+}
+
+const ACKS_ALL_SCENARIO = 'produce acks=all 100 B, 3 partitions x 3 replicas';
+
+function acksAllNote(p: Awaited<ReturnType<typeof produceLoad>>, processes: string): string {
+  const errors = p.errors.size === 0 && p.failures.length === 0 ? 'no errors' : `errors: ${describeErrors(p.errors)} ${p.failures.slice(0, 1).join('')}`;
+  return `${p.requests} requests in ${(p.elapsedMs / 1000).toFixed(1)} s; ${errors}; goal >= ${GOAL_ACKS_ALL_RATE.toLocaleString('en-US')}; ${processes} and the generator share 2 cores`;
+}
+
+/** The same acks=all scenario on three reference Kafka nodes; null when the reference broker is not installed. */
+async function kafkaAcksAll(durationMs: number, log: (line: string) => void): Promise<BenchRow | null> {
+  const ref = await lib<{
+    referenceKafkaVersion(): string | null;
+    startReferenceKafkaCluster(o: { brokers: number }): Promise<{ nodes: { nodeId: number; bootstrap: string; host: string; port: number }[]; version: string; stop(): Promise<void> }>;
+  }>('reference-kafka.mjs');
+  if (ref.referenceKafkaVersion() === null) {
+    log('reference Kafka is not installed (compat-tests/reference-kafka/run install); its cluster is left out');
+    return null;
+  }
+  log('starting 3 reference Kafka nodes');
+  const k = await ref.startReferenceKafkaCluster({ brokers: BROKERS });
+  try {
+    const one = k.nodes[0]!;
+    await until('3 Kafka brokers in Metadata', async () => (await clusterView(one.bootstrap, 'none')).brokers.length === BROKERS, 60_000);
+    await createReplicated(one, 'acks-all', [[1, 2, 3], [1, 3, 2], [1, 2, 3]]);
+    await until('the Kafka ISRs to hold all three', async () => (await clusterView(one.bootstrap, 'acks-all')).partitions.every((p) => p.isr.length === BROKERS && p.leader === 1), 60_000);
+    log(`kafka ${k.version}: acks=all produce to 3 partitions x 3 replicas for ${durationMs / 1000} s`);
+    const p = await acksAllLoad(one, 'acks-all', durationMs);
+    return { module: MODULE, scenario: ACKS_ALL_SCENARIO, subject: `kafka ${k.version} x3`, value: p.recordsPerSec, unit: 'records/s', better: 'higher', note: acksAllNote(p, '3 JVMs') };
+  } finally {
+    await k.stop();
+  }
 }
 
 /** One acks=-1 record to `partition` through `g`: the error code, or null when the broker could not be asked. */
@@ -197,27 +252,8 @@ export const run: BenchModule = async (opts) => {
     await until('the ISRs to hold all three', async () => (await clusterView(leaderOne.bootstrap, 'acks-all')).partitions.every((p) => p.isr.length === BROKERS && p.leader === 1), 60_000);
     const durationMs = opts.quick ? 3000 : 10_000;
     log(`acks=all produce to 3 partitions x 3 replicas for ${durationMs / 1000} s`);
-    const p = await produceLoad(leaderOne.host, leaderOne.port, {
-      connections: 4,
-      depth: 8,
-      recordSize: 100,
-      recordsPerBatch: recordsPerBatchFor(100),
-      acks: -1,
-      targetRate: 0,
-      topic: 'acks-all',
-      partitions: 3,
-      warmupMs: 1000,
-      durationMs,
-    });
-    rows.push({
-      module: MODULE,
-      scenario: 'produce acks=all 100 B, 3 partitions x 3 replicas',
-      subject: 'gregor',
-      value: p.recordsPerSec,
-      unit: 'records/s',
-      better: 'higher',
-      note: `${p.requests} requests in ${(p.elapsedMs / 1000).toFixed(1)} s; ${p.errors.size === 0 && p.failures.length === 0 ? "no errors" : `errors: ${describeErrors(p.errors)} ${p.failures.slice(0, 1).join("")}`}; goal >= ${GOAL_ACKS_ALL_RATE.toLocaleString('en-US')}; 3 broker processes and the generator share 2 cores`,
-    });
+    const p = await acksAllLoad(leaderOne, 'acks-all', durationMs);
+    rows.push({ module: MODULE, scenario: ACKS_ALL_SCENARIO, subject: 'gregor', value: p.recordsPerSec, unit: 'records/s', better: 'higher', note: acksAllNote(p, '3 broker processes') });
 
     // Failover.
     await createReplicated(c.any(), 'failover', [[1, 2, 3]]);
@@ -242,6 +278,10 @@ export const run: BenchModule = async (opts) => {
     });
   } finally {
     await c.stop();
+  }
+  if (opts.kafka && !opts.quick) {
+    const k = await kafkaAcksAll(10_000, log);
+    if (k) rows.splice(1, 0, k);
   }
   return rows;
 };

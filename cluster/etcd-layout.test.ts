@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
-import { type Entry, EtcdLayout, type StoredPartitionView, assignReplicas, completeReassignment, electLeader, electLeaders, imageFromEntries, imbalancedPartitions, reassign } from './etcd-layout.js';
+import { type Entry, EtcdLayout, type StoredPartitionView, assignReplicas, completeReassignment, placeReplicas, electLeader, electLeaders, imageFromEntries, imbalancedPartitions, reassign } from './etcd-layout.js';
 
 const layout = new EtcdLayout('/gregor/');
 
@@ -99,6 +99,46 @@ describe('replica placement', () => {
   });
 });
 
+describe('rack-aware replica placement (broker.rack)', () => {
+  const racks: Record<number, string> = { 0: 'rack1', 1: 'rack3', 2: 'rack3', 3: 'rack2', 4: 'rack2', 5: 'rack1' };
+  const brokers = Object.entries(racks).map(([id, rack]) => ({ nodeId: Number(id), rack }));
+
+  it("places as Kafka's rack-aware assignment does", () => {
+    // Kafka's own expectation for these racks, 7 partitions of 3 replicas from index 0.
+    expect(placeReplicas(brokers, 7, 3, 0, 0)).toEqual([
+      [0, 3, 1],
+      [3, 1, 5],
+      [1, 5, 4],
+      [5, 4, 2],
+      [4, 2, 0],
+      [2, 0, 3],
+      [0, 4, 2],
+    ]);
+  });
+
+  it('puts every partition on as many racks as it has replicas, up to the number of racks', () => {
+    for (const start of [0, 1, 4]) {
+      for (const r of placeReplicas(brokers, 30, 3, start, 2)) {
+        expect(new Set(r).size).toBe(3);
+        expect(new Set(r.map((id) => racks[id])).size).toBe(3);
+      }
+      for (const r of placeReplicas(brokers, 30, 5, start, 0)) expect(new Set(r.map((id) => racks[id])).size).toBe(3);
+    }
+  });
+
+  it('places as without racks when no broker has one, and counts brokers without a rack as one rack', () => {
+    const ids = [0, 1, 2, 3, 4];
+    expect(placeReplicas(ids.map((nodeId) => ({ nodeId, rack: null })), 10, 3, 1, 0)).toEqual(assignReplicas(ids, 10, 3, 1, 0));
+    const mixed = [
+      { nodeId: 1, rack: 'a' },
+      { nodeId: 2, rack: null },
+      { nodeId: 3, rack: 'a' },
+      { nodeId: 4, rack: null },
+    ];
+    for (const r of placeReplicas(mixed, 8, 2, 0, 0)) expect(new Set(r.map((id) => mixed.find((b) => b.nodeId === id)!.rack)).size).toBe(2);
+  });
+});
+
 describe('leader election by the controller', () => {
   const state = (leader: number, isr: number[], epoch = 4) => ({ leader, leaderEpoch: epoch, partitionEpoch: epoch, isr });
 
@@ -149,15 +189,21 @@ describe('partition reassignment (KIP-455)', () => {
     const v = view([2, 3, 4, 1], 4, [1, 2, 3, 4], { adding: [4], removing: [1] });
     expect(reassign(v, null, live(1, 2, 3, 4))).toEqual({ replicas: [2, 3, 1], reassigning: null, state: { leader: 2, leaderEpoch: 5, partitionEpoch: 8, isr: [1, 2, 3] } });
     expect(reassign(view([1, 2], 1, [1, 2]), null, live(1, 2))).toMatchObject({ errorCode: ErrorCode.NO_REASSIGNMENT_IN_PROGRESS });
+    // Only an added replica in sync: going back would take an unclean election.
+    expect(reassign(view([2, 3, 4, 1], 4, [4], { adding: [4], removing: [1] }), null, live(1, 2, 3, 4))).toMatchObject({ errorCode: ErrorCode.INVALID_REPLICA_ASSIGNMENT });
   });
 
-  it('replaces a reassignment in progress, counting from the original replicas', () => {
+  it('replaces a reassignment in progress without dropping any replica before the new target is in sync', () => {
     const v = view([2, 3, 4, 1], 1, [1, 2, 3, 4], { adding: [4], removing: [1] });
     expect(reassign(v, [1, 2, 5], live(1, 2, 3, 4, 5))).toEqual({
-      replicas: [1, 2, 5, 3],
-      reassigning: { adding: [5], removing: [3] },
-      state: { leader: 1, leaderEpoch: 4, partitionEpoch: 8, isr: [1, 2, 3] },
+      replicas: [1, 2, 5, 3, 4],
+      reassigning: { adding: [5], removing: [3, 4] },
+      state: { leader: 1, leaderEpoch: 4, partitionEpoch: 8, isr: [1, 2, 3, 4] },
     });
+  });
+
+  it('applies a new order of the same replicas at once', () => {
+    expect(reassign(view([1, 2], 1, [1, 2]), [2, 1], live(1, 2))).toEqual({ replicas: [2, 1], reassigning: null, state: { leader: 1, leaderEpoch: 4, partitionEpoch: 8, isr: [1, 2] } });
   });
 
   it('refuses empty, repeated and unregistered targets, and changes nothing for the replicas it has', () => {

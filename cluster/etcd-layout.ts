@@ -249,17 +249,57 @@ export function assignReplicas(
   startIndex: number,
   firstPartition: number,
 ): number[][] {
-  const ids = [...brokerIds].sort((a, b) => a - b);
-  const n = ids.length;
+  return placeReplicas(brokerIds.map((nodeId) => ({ nodeId, rack: null })), count, replicationFactor, startIndex, firstPartition);
+}
+
+/**
+ * Replicas for `count` new partitions over `brokers`, the way Kafka places
+ * them with racks (broker.rack): the brokers are listed alternating between
+ * racks (each rack's brokers in id order, racks in name order), leaders go
+ * round that list from `startIndex`, and each follower is the next broker at
+ * the leader's shift that is on a rack and a broker not used yet by the
+ * partition (any rack, once every rack has a replica). Brokers without a rack
+ * count as one rack of their own; with no racks at all this is
+ * assignReplicas. `firstPartition` is the number of partitions the topic
+ * already has.
+ *
+ * Example: brokers 1, 2 on rack a and 3, 4 on rack b, 4 partitions of 2
+ * replicas from index 0 -> [[1, 3], [3, 2], [2, 4], [4, 1]]: every partition on both racks.
+ */
+export function placeReplicas(
+  brokers: readonly { nodeId: number; rack: string | null }[],
+  count: number,
+  replicationFactor: number,
+  startIndex: number,
+  firstPartition: number,
+): number[][] {
+  const n = brokers.length;
   if (replicationFactor < 1 || replicationFactor > n) throw new RangeError(`replication factor ${replicationFactor} cannot be placed on ${n} broker(s)`);
+  const rackOf = new Map(brokers.map((b) => [b.nodeId, b.rack ?? '']));
+  const byRack = new Map<string, number[]>();
+  for (const b of [...brokers].sort((x, y) => x.nodeId - y.nodeId)) byRack.set(rackOf.get(b.nodeId)!, [...(byRack.get(rackOf.get(b.nodeId)!) ?? []), b.nodeId]);
+  const racks = [...byRack.keys()].sort();
+  const arranged: number[] = [];
+  for (let i = 0; arranged.length < n; i++) {
+    const next = byRack.get(racks[i % racks.length]!)!.shift();
+    if (next !== undefined) arranged.push(next);
+  }
   const out: number[][] = [];
   let shift = startIndex;
   for (let i = 0; i < count; i++) {
     const p = firstPartition + i;
     if (p > 0 && p % n === 0) shift++;
     const first = (p + startIndex) % n;
-    const replicas = [ids[first]!];
-    for (let j = 0; j < replicationFactor - 1; j++) replicas.push(ids[(first + 1 + ((shift + j) % (n - 1))) % n]!);
+    const leader = arranged[first]!;
+    const replicas = [leader];
+    const usedRacks = new Set([rackOf.get(leader)!]);
+    for (let k = 0; replicas.length < replicationFactor; k++) {
+      const candidate = arranged[(first + 1 + ((shift * racks.length + k) % (n - 1))) % n]!;
+      const rack = rackOf.get(candidate)!;
+      if ((usedRacks.has(rack) && usedRacks.size < racks.length) || replicas.includes(candidate)) continue;
+      replicas.push(candidate);
+      usedRacks.add(rack);
+    }
     out.push(replicas);
   }
   return out;
@@ -327,23 +367,32 @@ function changed(s: StoredPartition, leader: number, isr: readonly number[]): St
 
 /**
  * What AlterPartitionReassignments asks of one partition (KIP-455), as the
- * new view to write or the error code to answer. `target` null cancels the
- * reassignment in progress: the replicas go back to what they were, the ones
- * being added leave the ISR, and a leader among them gives way to the first
- * original replica in the ISR and alive. Otherwise the replicas become the
- * target followed by the original replicas not in it (these leave once every
- * target replica is in the ISR; see completeReassignment); the target must
- * name distinct registered brokers. A target equal to the replicas the
- * partition already has (and no reassignment running) changes nothing.
+ * new view to write or the error code to answer.
+ *
+ * A target: the replicas become the target followed by the current replicas
+ * not in it, which leave once every target replica is in the ISR (see
+ * completeReassignment). Over a reassignment in progress, "current" includes
+ * the replicas it was adding, so nothing in sync goes before the new target
+ * is. The target must name distinct registered brokers. A target that only
+ * reorders the current replicas applies at once (nothing to copy).
+ *
+ * Null cancels the reassignment in progress: the replicas go back to what
+ * they were, the ones being added leave the ISR, and a leader among them
+ * gives way to the first original replica in the ISR and alive. Refused
+ * (INVALID_REPLICA_ASSIGNMENT) when no original replica is in the ISR: that
+ * would take an unclean election, as Kafka refuses it.
  *
  * Example: replicas [1, 2, 3], target [2, 3, 4] ->
  * { replicas: [2, 3, 4, 1], reassigning: { adding: [4], removing: [1] } }.
  */
 export function reassign(p: StoredPartitionView, target: readonly number[] | null, live: ReadonlySet<number>): StoredPartitionView | { errorCode: number; message: string } {
-  const original = originalReplicas(p);
   if (target === null) {
     if (!p.reassigning) return { errorCode: ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, message: 'No reassignment is in progress for this partition.' };
+    const original = originalReplicas(p);
     const isr = p.state.isr.filter((r) => original.includes(r));
+    if (isr.length === 0) {
+      return { errorCode: ErrorCode.INVALID_REPLICA_ASSIGNMENT, message: `No original replica (${original.join(', ')}) is in sync; cancelling would need an unclean leader election.` };
+    }
     const leader = original.includes(p.state.leader) ? p.state.leader : (original.find((r) => isr.includes(r) && live.has(r)) ?? -1);
     return { replicas: original, reassigning: null, state: changed(p.state, leader, isr) };
   }
@@ -351,15 +400,15 @@ export function reassign(p: StoredPartitionView, target: readonly number[] | nul
   if (new Set(target).size !== target.length) return { errorCode: ErrorCode.INVALID_REPLICA_ASSIGNMENT, message: `The target replicas [${target.join(', ')}] name a broker twice.` };
   const unknown = target.filter((r) => !live.has(r));
   if (unknown.length > 0) return { errorCode: ErrorCode.INVALID_REPLICA_ASSIGNMENT, message: `Brokers ${unknown.join(', ')} are not registered.` };
-  const removing = original.filter((r) => !target.includes(r));
-  const adding = target.filter((r) => !original.includes(r));
-  if (!p.reassigning && adding.length === 0 && removing.length === 0 && target.every((r, i) => p.replicas[i] === r)) return p;
-  const replicas = [...target, ...removing];
-  // A replica that was being added and is no longer wanted leaves the ISR (and the lead) at once.
-  const isr = p.state.isr.filter((r) => replicas.includes(r));
-  const leader = replicas.includes(p.state.leader) ? p.state.leader : (target.find((r) => isr.includes(r) && live.has(r)) ?? -1);
-  const state = leader === p.state.leader && isr.length === p.state.isr.length ? { ...p.state, partitionEpoch: p.state.partitionEpoch + 1 } : changed(p.state, leader, isr);
-  return { replicas, reassigning: { adding, removing }, state };
+  const current = p.replicas;
+  const removing = current.filter((r) => !target.includes(r));
+  const adding = target.filter((r) => !current.includes(r));
+  const state = { ...p.state, partitionEpoch: p.state.partitionEpoch + 1 };
+  if (adding.length === 0 && removing.length === 0) {
+    if (!p.reassigning && target.every((r, i) => current[i] === r)) return p;
+    return { replicas: [...target], reassigning: null, state };
+  }
+  return { replicas: [...target, ...removing], reassigning: { adding, removing }, state };
 }
 
 /**

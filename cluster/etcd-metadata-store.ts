@@ -29,12 +29,12 @@ import {
   type StoredPartition,
   type StoredPartitionView,
   type StoredTopic,
-  assignReplicas,
   completeReassignment,
   electLeader,
   electLeaders,
   imageFromEntries,
   imbalancedPartitions,
+  placeReplicas,
   reassign,
 } from './etcd-layout.js';
 import {
@@ -232,10 +232,10 @@ export class EtcdMetadataStore implements MetadataStore {
 
   async createTopic(topic: NewTopic): Promise<TopicImage> {
     const name = topic.name;
-    const live = [...this.current.brokers.keys()];
+    const live = [...this.current.brokers.values()];
     const replicas = topic.assignments
       ? topic.assignments.map((r) => [...r])
-      : assignReplicas(live, topic.numPartitions, topic.replicationFactor, Math.floor(Math.random() * Math.max(1, live.length)), 0);
+      : placeReplicas(live, topic.numPartitions, topic.replicationFactor, Math.floor(Math.random() * Math.max(1, live.length)), 0);
     let topicId = randomUuid();
     while (this.current.topicsById.has(topicId)) topicId = randomUuid();
     const stored: StoredTopic = { topicId, replicas };
@@ -299,11 +299,12 @@ export class EtcdMetadataStore implements MetadataStore {
       const have = stored.replicas.length;
       if (!Number.isInteger(count) || count <= have) throw new RangeError(`topic '${name}' has ${have} partitions; ${count} is not an increase`);
       if (assignments && assignments.length !== count - have) throw new RangeError(`${count - have} new partitions but ${assignments.length} assignments`);
-      const live = [...this.current.brokers.keys()];
-      const rf = stored.replicas[0]?.length ?? 1;
+      const live = [...this.current.brokers.values()];
+      // While partition 0 is reassigned, its replicas include those leaving.
+      const rf = (stored.replicas[0]?.length ?? 1) - (stored.reassigning?.['0']?.removing.length ?? 0);
       const added = assignments
         ? assignments.map((r) => [...r])
-        : assignReplicas(live, count - have, rf, Math.floor(Math.random() * Math.max(1, live.length)), have);
+        : placeReplicas(live, count - have, rf, Math.floor(Math.random() * Math.max(1, live.length)), have);
       const c = this.client;
       const res = await this.call(() =>
         c
@@ -428,7 +429,10 @@ export class EtcdMetadataStore implements MetadataStore {
    * `decide` gets each asked partition as stored (with its index in `asked`)
    * and the live brokers, and gives the new view or the error to answer.
    * Unknown topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION; a
-   * partition asked twice is decided once, from what it was.
+   * partition asked twice is decided each time from what it was, and the
+   * last decision is written. When etcd does
+   * not take the change, every partition asked answers UNKNOWN_SERVER_ERROR
+   * with the reason.
    */
   private async changePartitions(
     topic: string,
@@ -480,7 +484,9 @@ export class EtcdMetadataStore implements MetadataStore {
       });
     } catch (err) {
       if (err instanceof UnknownTopicError) return asked.map(() => unknown);
-      throw err;
+      // This topic's partitions answer the failure; the other topics of the request are done on their own.
+      this.opts.log.warn({ topic, err: (err as Error).message }, 'partition change not written');
+      return asked.map(() => ({ errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, message: (err as Error).message }));
     }
   }
 
@@ -510,12 +516,15 @@ export class EtcdMetadataStore implements MetadataStore {
    * so the broker answers NOT_LEADER_OR_FOLLOWER for what moved. A partition
    * of which this broker is the only in-sync replica left has no leader until
    * this broker comes back. Resolves how many partitions still name it when
-   * it stops waiting (0 when all moved). Returns at once when the broker is
-   * not registered or etcd cannot be reached: there is nobody to hand over to.
+   * it stops waiting (0 when all moved), and whether `timeoutMs` ran out
+   * while some could still have moved. Returns at once when the broker is not
+   * registered or etcd cannot be reached: there is nobody to hand over to.
    */
-  async controlledShutdown(timeoutMs: number): Promise<number> {
-    if (this.closed || !this.self) return 0;
+  async controlledShutdown(timeoutMs: number): Promise<{ leading: number; timedOut: boolean }> {
+    if (this.closed || !this.self) return { leading: 0, timedOut: false };
     this.leaving = true;
+    // A registration again in flight ends first (it gives its lease back on seeing `leaving`).
+    await this.registering?.catch(() => undefined);
     const nodeId = this.self.nodeId;
     const leading = (image: MetadataImage): number => {
       let n = 0;
@@ -531,17 +540,17 @@ export class EtcdMetadataStore implements MetadataStore {
     const lease = this.lease;
     this.lease = null;
     const revoked = lease ? await lease.revoke().then(() => true, () => false) : false;
-    if (!revoked || !movable(this.current)) return leading(this.current);
+    if (!revoked || !movable(this.current)) return { leading: leading(this.current), timedOut: false };
     return new Promise((resolve) => {
-      const done = (): void => {
+      const done = (timedOut: boolean): void => {
         clearTimeout(timer);
         this.listeners.delete(check);
-        resolve(leading(this.current));
+        resolve({ leading: leading(this.current), timedOut });
       };
       const check = (image: MetadataImage): void => {
-        if (!movable(image)) done();
+        if (!movable(image)) done(false);
       };
-      const timer = setTimeout(done, timeoutMs);
+      const timer = setTimeout(() => done(true), timeoutMs);
       this.listeners.add(check);
     });
   }
@@ -769,6 +778,11 @@ export class EtcdMetadataStore implements MetadataStore {
         throw new NodeIdInUseError(
           `node.id ${self.nodeId} was registered in etcd by another broker meanwhile; give this broker another node.id`,
         );
+      }
+      if (this.leaving) {
+        // A controlled shutdown began meanwhile: this broker is leaving, not coming back.
+        void lease.revoke().catch(() => undefined);
+        return;
       }
       this.lease = lease;
       await this.caughtUp(BigInt(res.header.revision));

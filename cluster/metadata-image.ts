@@ -142,10 +142,11 @@ export interface MetadataStore {
   alterPartitionIsr?(topic: string, partition: number, leaderEpoch: number, baseIsr: readonly number[], isr: readonly number[]): Promise<void>;
   /**
    * Before a broker of a cluster stops: takes it out of the cluster so that
-   * its partitions get other leaders, and resolves once none names it (or
-   * after `timeoutMs`) with how many still do. Stores of one broker have none.
+   * its partitions get other leaders, and resolves once none that another
+   * live in-sync replica could lead names it (or after `timeoutMs`): how many
+   * still name it, and whether the time ran out. Stores of one broker have none.
    */
-  controlledShutdown?(timeoutMs: number): Promise<number>;
+  controlledShutdown?(timeoutMs: number): Promise<{ leading: number; timedOut: boolean }>;
   /**
    * AlterPartitionReassignments (KIP-455): starts moving each partition to
    * its target replicas (null cancels a reassignment in progress); the

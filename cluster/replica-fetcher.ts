@@ -328,7 +328,7 @@ class LeaderFetchLoop {
         }
         const records = p.records ?? Buffer.alloc(0);
         const { batches, corrupt } = followerBatches(records);
-        const r = this.replicas.appendAsFollower(t.topic, p.partitionIndex, batches, records, p.highWatermark);
+        const r = this.replicas.appendAsFollower(t.topic, p.partitionIndex, batches, records, p.highWatermark, p.logStartOffset);
         if (corrupt || r.errorCode !== ErrorCode.NONE) {
           this.log.warn({ topic: t.topic, partition: p.partitionIndex, leader: this.leader, errorCode: corrupt ? ErrorCode.CORRUPT_MESSAGE : r.errorCode }, 'could not take what the leader sent; fetching it again');
           clean = false;

@@ -48,6 +48,23 @@ function take(rm: ReplicaManager, records: Buffer, hw: bigint): { errorCode: num
 }
 
 describe('a follower taking what its leader sent', () => {
+  it("moves its log start up to the leader's, as far as its own high watermark", () => {
+    const { rm, logs } = follower();
+    const log = logs.get('t', 0)!;
+    expect(rm.appendAsFollower('t', 0, followerBatches(batch(0n, 10)).batches, batch(0n, 10), 6n, 0n).errorCode).toBe(ErrorCode.NONE);
+    expect(log.logStartOffset).toBe(0n);
+    // The leader deleted records before 4: so does the follower.
+    expect(rm.appendAsFollower('t', 0, [], Buffer.alloc(0), 6n, 4n).errorCode).toBe(ErrorCode.NONE);
+    expect(log.logStartOffset).toBe(4n);
+    // Never past its own high watermark, never back.
+    rm.appendAsFollower('t', 0, [], Buffer.alloc(0), 6n, 8n);
+    expect(log.logStartOffset).toBe(4n);
+    rm.appendAsFollower('t', 0, [], Buffer.alloc(0), 10n, 2n);
+    expect(log.logStartOffset).toBe(4n);
+    rm.appendAsFollower('t', 0, [], Buffer.alloc(0), 10n, 8n);
+    expect(log.logStartOffset).toBe(8n);
+  });
+
   it('appends the leader batches as they are, skips what it has, and follows the leader high watermark up to its own end', () => {
     const { rm, logs } = follower();
     expect(rm.followerPosition('t', 0)).toEqual({ logEndOffset: 0n, logStartOffset: 0n });

@@ -386,6 +386,8 @@ export class ReplicaManager {
       this.log.warn({ topic, partition, err }, 'cannot open partition log');
       return ErrorCode.KAFKA_STORAGE_ERROR;
     }
+    // As an acks=all append: refused before anything is written when too few replicas are in sync.
+    if (state.isr.length < Math.min(log.config.minInSyncReplicas, state.replicas.length)) return ErrorCode.NOT_ENOUGH_REPLICAS;
     try {
       const result = log.appendControlMarker(m, state.leaderEpoch);
       if (!result.ok) return result.errorCode;
@@ -811,10 +813,19 @@ export class ReplicaManager {
    * batches with the leader's offsets, starting at or below this log's end
    * (those below it are already here and skipped); each batch's CRC is
    * checked and the first bad one ends the append. The high watermark then
-   * follows the leader's, never past this log's end. Returns the new log end,
-   * or the error that stopped it.
+   * follows the leader's, never past this log's end, and the log start
+   * follows the leader's (DeleteRecords and retention on the leader),
+   * never past this log's high watermark. Returns the new log end, or the
+   * error that stopped it.
    */
-  appendAsFollower(topic: string, partition: number, batches: readonly FollowerBatch[], records: Buffer, leaderHighWatermark: bigint): { errorCode: number; logEndOffset: bigint } {
+  appendAsFollower(
+    topic: string,
+    partition: number,
+    batches: readonly FollowerBatch[],
+    records: Buffer,
+    leaderHighWatermark: bigint,
+    leaderLogStartOffset = -1n,
+  ): { errorCode: number; logEndOffset: bigint } {
     const state = this.partitionState(topic, partition);
     if (!state || state.leader === this.nodeId || !state.replicas.includes(this.nodeId)) return { errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER, logEndOffset: -1n };
     const log = this.logs.get(topic, partition);
@@ -850,6 +861,8 @@ export class ReplicaManager {
       }
       const hw = leaderHighWatermark < log.logEndOffset ? leaderHighWatermark : log.logEndOffset;
       if (hw > log.highWatermark) log.updateHighWatermark(hw);
+      // As Kafka's follower: records the leader no longer has go here too.
+      if (leaderLogStartOffset > log.logStartOffset && leaderLogStartOffset <= log.highWatermark) log.deleteRecordsBefore(leaderLogStartOffset);
       if (first || log.highWatermark > hwBefore) this.wakeFetches(topic, partition);
       return { errorCode: ErrorCode.NONE, logEndOffset: log.logEndOffset };
     } catch (err) {

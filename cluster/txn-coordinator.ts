@@ -527,6 +527,17 @@ export class TransactionCoordinator {
   private async writeMarkersOnce(shard: TxnShard, txn: TransactionMetadata, commit: boolean, complete: TxnTransit, attempt: number): Promise<void> {
     if (!this.owns(shard, txn)) return;
     const transactionalId = txn.transactionalId;
+    // No marker before every in-sync replica has the PrepareCommit/PrepareAbort: a coordinator taking
+    // over must find the decision the markers carry out, or it could end the transaction the other way.
+    if (this.store.replicated) {
+      const code = await this.store.replicated(shard.partition, this.config.stateLogReplicationTimeoutMs);
+      if (!this.owns(shard, txn)) return;
+      if (code !== ErrorCode.NONE) {
+        this.log.info({ transactionalId, error: code }, 'the prepared transaction is not on every in-sync replica yet; markers wait');
+        this.timer.schedule(markersKey(transactionalId), this.backoff(attempt), () => this.writeMarkers(shard, txn, commit, complete, attempt + 1));
+        return;
+      }
+    }
     const image = this.metadata.image();
     for (const { topic, partition } of partitionList(txn.partitions)) {
       if (hasPartition(image, topic, partition)) continue;

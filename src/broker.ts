@@ -36,6 +36,8 @@ interface Bound {
 export class Broker {
   private readonly connections = new Set<Connection>();
   private stopping: Promise<void> | null = null;
+  /** Set once a stop no longer takes new connections (after the controlled shutdown). */
+  private draining = false;
 
   private constructor(
     readonly config: BrokerConfig,
@@ -191,8 +193,8 @@ export class Broker {
   }
 
   private accept(socket: Socket, listener: string, dispatch: Dispatch): void {
-    if (this.stopping || this.connections.size >= this.config.maxConnections) {
-      this.log.warn({ remote: socket.remoteAddress, open: this.connections.size }, this.stopping ? 'refusing connection during shutdown' : 'max.connections reached; closing new connection');
+    if (this.draining || this.connections.size >= this.config.maxConnections) {
+      this.log.warn({ remote: socket.remoteAddress, open: this.connections.size }, this.draining ? 'refusing connection during shutdown' : 'max.connections reached; closing new connection');
       socket.destroy();
       return;
     }
@@ -224,13 +226,19 @@ export class Broker {
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      // One deadline for the whole shutdown: the handover, then the requests in flight.
+      const deadline = Date.now() + this.config.shutdownTimeoutMs;
       if (this.store.controlledShutdown && this.config.controlledShutdownEnable) {
-        // Still serving: clients are told NOT_LEADER_OR_FOLLOWER as leadership moves, and find the new leaders.
+        // Still serving, new connections too: clients are told NOT_LEADER_OR_FOLLOWER as leadership moves,
+        // and followers of what this broker still leads keep fetching.
         const t0 = Date.now();
-        const left = await this.store.controlledShutdown(this.config.shutdownTimeoutMs);
-        if (left === 0) this.log.info({ ms: Date.now() - t0 }, 'controlled shutdown: this broker leads no partition any more');
-        else this.log.warn({ ms: Date.now() - t0, partitions: left }, 'controlled shutdown: partitions still name this broker their leader; stopping anyway');
+        const { leading, timedOut } = await this.store.controlledShutdown(this.config.shutdownTimeoutMs);
+        const ms = Date.now() - t0;
+        if (leading === 0) this.log.info({ ms }, 'controlled shutdown: this broker leads no partition any more');
+        else if (!timedOut) this.log.info({ ms, partitions: leading }, 'controlled shutdown: no other in-sync replica is alive to lead these partitions; they wait for one');
+        else this.log.warn({ ms, partitions: leading }, 'controlled shutdown: shutdown.timeout.ms ran out before leadership moved; stopping anyway');
       }
+      this.draining = true;
       const closed = Promise.all(this.bound.map((b) => new Promise<void>((res) => b.server.close(() => res()))));
       // Long-polling fetches answer now instead of holding the drain up to their max_wait_ms,
       // and so do parked JoinGroup and SyncGroup requests (NOT_COORDINATOR), whose timers stop.
@@ -243,7 +251,7 @@ export class Broker {
       const finish = Promise.all([...this.connections].map((c) => c.finishInFlight()));
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<'timeout'>((res) => {
-        timer = setTimeout(() => res('timeout'), this.config.shutdownTimeoutMs);
+        timer = setTimeout(() => res('timeout'), Math.max(0, deadline - Date.now()));
       });
       if ((await Promise.race([finish, timeout])) === 'timeout') {
         this.log.warn({ open: this.connections.size }, 'shutdown.timeout.ms passed with requests in flight; closing anyway');

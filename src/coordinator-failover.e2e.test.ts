@@ -109,7 +109,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('the group coordinator on a replica
     await Promise.all([...running.values()].map((g) => g.stop()));
     await etcd?.stop();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
+  }, 60_000);
 
   it('answers a commit once every in-sync replica has it, and the next coordinator serves every acknowledged commit', async () => {
     const kafka = new Kafka({ clientId: 'coordinator-test', brokers: [...running.values()].map((g) => g.bootstrap), logLevel: logLevel.NOTHING });

@@ -59,7 +59,7 @@ async function start(nodeId: number): Promise<void> {
   // A broker comes back on its own port, as it would on its own machine: the clients' bootstrap list stays true.
   let port = ports.get(nodeId);
   if (port === undefined) ports.set(nodeId, (port = (await freePort()) as number));
-  const args = ['--broker-id', String(nodeId), '--listen', `127.0.0.1:${port}`, '--metadata', `etcd://${etcd.endpoint}`, '--override', 'broker.session.timeout.ms=2000'];
+  const args = ['--broker-id', String(nodeId), '--listen', `127.0.0.1:${port}`, '--metadata', `etcd://${etcd.endpoint}`, '--override', 'broker.session.timeout.ms=4000'];
   running.set(nodeId, await startGregor({ dataDir: dir, args }));
 }
 
@@ -116,7 +116,7 @@ describe.skipIf(!runnable && !process.env.CI)('failover under the Java client, c
     await etcd?.stop();
     for (const d of dirs.values()) rmSync(d, { recursive: true, force: true });
     if (work) rmSync(work, { recursive: true, force: true });
-  });
+  }, 60_000);
 
   it('keeps every acknowledged record, in order, while leaders are killed again and again, and the group goes on consuming', async () => {
     const bootstrap = [...running.values()].map((g) => g.bootstrap);

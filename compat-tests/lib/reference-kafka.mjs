@@ -1,6 +1,7 @@
 // Starts Apache Kafka itself (resolved by compat-tests/reference-kafka/pom.xml) as a
 // single-node KRaft broker+controller on loopback, for tests that compare gregor with
-// the real thing or record the real broker's bytes.
+// the real thing or record the real broker's bytes; or as a cluster of such nodes
+// (startReferenceKafkaCluster), for the cluster benchmark.
 
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -55,14 +56,14 @@ function classpath() {
     .join(path.delimiter);
 }
 
-function serverProperties({ port, controllerPort, logDir, proxied }) {
+function serverProperties({ port, controllerPort, logDir, proxied, nodeId = 1, voters = null }) {
   // A PROXIED listener (see lib/cut-proxy.mjs) is bound to one port and advertises another.
   const extra = proxied ? `,PROXIED://127.0.0.1:${proxied.listenerPort}` : '';
   const extraAdvertised = proxied ? `,PROXIED://127.0.0.1:${proxied.proxyPort}` : '';
   const props = {
     'process.roles': 'broker,controller',
-    'node.id': '1',
-    'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
+    'node.id': String(nodeId),
+    'controller.quorum.voters': voters ?? `${nodeId}@127.0.0.1:${controllerPort}`,
     listeners: `PLAINTEXT://127.0.0.1:${port}${extra},CONTROLLER://127.0.0.1:${controllerPort}`,
     'advertised.listeners': `PLAINTEXT://127.0.0.1:${port}${extraAdvertised}`,
     'listener.security.protocol.map': `PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${proxied ? ',PROXIED:PLAINTEXT' : ''}`,
@@ -195,18 +196,20 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms).unref());
  * the JVM's last output lines.
  *
  * @param {{ log?: (line: string) => void, port?: number,
- *   proxied?: { listenerPort: number, proxyPort: number } }} [options]
+ *   proxied?: { listenerPort: number, proxyPort: number },
+ *   member?: { nodeId: number, voters: string, clusterId: string, controllerPort: number } }} [options]
  *   log receives every line the JVM prints; port fixes the PLAINTEXT port (default: a
  *   free one); proxied adds a listener PROXIED bound to listenerPort that advertises
- *   proxyPort (from reserveProxiedListener() in cut-proxy.mjs).
+ *   proxyPort (from reserveProxiedListener() in cut-proxy.mjs); member makes the node one
+ *   of a cluster (see startReferenceKafkaCluster).
  */
-export async function startReferenceKafka({ log, port, proxied } = {}) {
+export async function startReferenceKafka({ log, port, proxied, member } = {}) {
   const cp = classpath();
   const host = '127.0.0.1';
   const plaintextPort = port ?? (await freePort(host));
   const taken = new Set([plaintextPort, proxied?.listenerPort, proxied?.proxyPort]);
-  let controllerPort = await freePort(host);
-  while (taken.has(controllerPort)) controllerPort = await freePort(host);
+  let controllerPort = member?.controllerPort ?? (await freePort(host));
+  while (!member && taken.has(controllerPort)) controllerPort = await freePort(host);
 
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'gregor-ref-kafka-'));
   const logDir = path.join(dataDir, 'log');
@@ -238,11 +241,11 @@ export async function startReferenceKafka({ log, port, proxied } = {}) {
 
   try {
     await mkdir(logDir);
-    await writeFile(propsFile, serverProperties({ port: plaintextPort, controllerPort, logDir, proxied }));
-    // An id starting with '-' would be read as an option by the formatter's argument parser.
-    let clusterId;
-    do clusterId = randomBytes(16).toString('base64url');
-    while (clusterId.startsWith('-'));
+    await writeFile(
+      propsFile,
+      serverProperties({ port: plaintextPort, controllerPort, logDir, proxied, nodeId: member?.nodeId, voters: member?.voters }),
+    );
+    const clusterId = member?.clusterId ?? newClusterId();
     const formatted = await runJava(
       [...JVM_FLAGS, '-cp', cp, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile],
       { timeoutMs: FORMAT_TIMEOUT_MS, log },
@@ -307,6 +310,53 @@ export async function startReferenceKafka({ log, port, proxied } = {}) {
     pid: child.pid,
     proxied: proxied ?? null,
     outputTail: () => tail.text(),
+    stop,
+  };
+}
+
+/** A KRaft cluster id: 16 random bytes, URL-safe base64. */
+function newClusterId() {
+  // An id starting with '-' would be read as an option by the formatter's argument parser.
+  let id;
+  do id = randomBytes(16).toString('base64url');
+  while (id.startsWith('-'));
+  return id;
+}
+
+/**
+ * Starts `brokers` reference Kafka nodes, each a broker and a voter of one KRaft
+ * quorum, on free loopback ports, with the single node's settings otherwise
+ * (internal topics with one replica). Resolves once every node answers ApiVersions
+ * (a broker only listens once the quorum has it registered): { nodes: [{ nodeId, bootstrap, host, port, pid }],
+ * bootstrap (all of them, comma-separated), version, stop() }.
+ *
+ * @param {{ brokers?: number, log?: (line: string) => void }} [options]
+ */
+export async function startReferenceKafkaCluster({ brokers = 3, log } = {}) {
+  const host = '127.0.0.1';
+  const ports = new Set();
+  while (ports.size < brokers * 2) ports.add(await freePort(host));
+  const [plaintext, controller] = [[...ports].slice(0, brokers), [...ports].slice(brokers)];
+  const voters = controller.map((p, i) => `${i + 1}@${host}:${p}`).join(',');
+  const clusterId = newClusterId();
+  const started = await Promise.allSettled(
+    plaintext.map((port, i) =>
+      startReferenceKafka({ log, port, member: { nodeId: i + 1, voters, clusterId, controllerPort: controller[i] } }),
+    ),
+  );
+  const nodes = started.filter((r) => r.status === 'fulfilled').map((r) => r.value);
+  const stop = async () => {
+    await Promise.all(nodes.map((n) => n.stop()));
+  };
+  const failed = started.find((r) => r.status === 'rejected');
+  if (failed) {
+    await stop();
+    throw failed.reason;
+  }
+  return {
+    nodes: nodes.map((n, i) => ({ nodeId: i + 1, bootstrap: n.bootstrap, host: n.host, port: n.port, pid: n.pid })),
+    bootstrap: nodes.map((n) => n.bootstrap).join(','),
+    version: referenceKafkaVersion(),
     stop,
   };
 }
