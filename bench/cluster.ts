@@ -21,8 +21,6 @@
  * each a KRaft broker and voter, a JVM of -Xms512m -Xmx1g), after gregor's
  * brokers are stopped. Without etcd the module reports that it was skipped.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ErrorCode, errorName } from '../wire/errors.js';
@@ -32,6 +30,7 @@ import type { ProduceRequest } from '../wire/messages/produce-request.js';
 import type { ProduceResponse } from '../wire/messages/produce-response.js';
 import { WireConnection, api } from '../cluster/kafka-connection.js';
 import { clusterView, until } from '../src/cluster-test-support.js';
+import { TestCluster, hasEtcd } from '../src/test-cluster.js';
 import { repoRoot } from './brokers.js';
 import { awaitWritable, benchBatch, describeErrors, produceLoad, recordsPerBatchFor, PRODUCE_VERSION } from './load.js';
 import type { BenchModule, BenchRow } from './report.js';
@@ -43,75 +42,12 @@ const SESSION_MS = 2000;
 const GOAL_FAILOVER_MS = 3000;
 const GOAL_ACKS_ALL_RATE = 300_000;
 
-interface Gregor {
-  bootstrap: string;
-  host: string;
-  port: number;
-  pid: number;
-  stop(): Promise<number>;
-}
-interface Etcd {
-  endpoint: string;
-  stop(): Promise<void>;
-}
 
 async function lib<T>(name: string): Promise<T> {
   return (await import(pathToFileURL(join(repoRoot(), 'compat-tests', 'lib', name)).href)) as T;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-class Cluster {
-  readonly running = new Map<number, Gregor>();
-  private readonly dirs = new Map<number, string>();
-  private constructor(
-    private readonly etcd: Etcd,
-    private readonly startGregor: (o: { dataDir: string; args: string[] }) => Promise<Gregor>,
-  ) {}
-
-  static async start(): Promise<Cluster | null> {
-    const { etcdBinary, startEtcd } = await lib<{ etcdBinary(): string | null; startEtcd(): Promise<Etcd> }>('etcd.mjs');
-    if (etcdBinary() === null) return null;
-    const { startGregor } = await lib<{ startGregor(o: { dataDir: string; args: string[] }): Promise<Gregor> }>('gregor.mjs');
-    const c = new Cluster(await startEtcd(), startGregor);
-    try {
-      await Promise.all(Array.from({ length: BROKERS }, (_, i) => c.startBroker(i + 1)));
-    } catch (err) {
-      await c.stop();
-      throw err;
-    }
-    return c;
-  }
-
-  async startBroker(nodeId: number): Promise<Gregor> {
-    let dir = this.dirs.get(nodeId);
-    if (!dir) this.dirs.set(nodeId, (dir = mkdtempSync(join(tmpdir(), `gregor-bench-cluster-${nodeId}-`))));
-    const g = await this.startGregor({
-      dataDir: dir,
-      args: ['--broker-id', String(nodeId), '--metadata', `etcd://${this.etcd.endpoint}`, '--override', `broker.session.timeout.ms=${SESSION_MS}`],
-    });
-    this.running.set(nodeId, g);
-    return g;
-  }
-
-  async kill(nodeId: number): Promise<void> {
-    const g = this.running.get(nodeId)!;
-    process.kill(g.pid, 'SIGKILL');
-    await g.stop();
-    this.running.delete(nodeId);
-  }
-
-  any(): Gregor {
-    return [...this.running.values()][0]!;
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all([...this.running.values()].map((g) => g.stop()));
-    this.running.clear();
-    await this.etcd.stop();
-    for (const d of this.dirs.values()) rmSync(d, { recursive: true, force: true });
-  }
-}
 
 async function withConn<T>(g: { host: string; port: number }, fn: (c: WireConnection) => Promise<T>): Promise<T> {
   const c = await WireConnection.open(g.host, g.port);
@@ -214,15 +150,15 @@ async function produceOne(g: { host: string; port: number }, topic: string, part
 }
 
 /** Kills the leader of `topic`-0 and times until an acks=-1 produce is acknowledged again. */
-async function failoverOnce(c: Cluster, topic: string): Promise<{ ms: number; from: number; to: number }> {
-  await until('all three in the ISR', async () => (await clusterView(c.any().bootstrap, topic)).partitions[0]?.isr.length === BROKERS, 60_000);
-  const from = (await clusterView(c.any().bootstrap, topic)).partitions[0]!.leader;
+async function failoverOnce(c: TestCluster, topic: string): Promise<{ ms: number; from: number; to: number }> {
+  await until('all three in the ISR', async () => (await clusterView(c.any(), topic)).partitions[0]?.isr.length === BROKERS, 60_000);
+  const from = (await clusterView(c.any(), topic)).partitions[0]!.leader;
   const t0 = performance.now();
   await c.kill(from);
   let to = -1;
   for (;;) {
     if (performance.now() - t0 > 60_000) throw new Error('no leader took over within 60 s');
-    const survivor = c.any();
+    const survivor = c.anyBroker();
     const states = await clusterView(survivor.bootstrap, topic).catch(() => null);
     const leader = states?.partitions[0]?.leader ?? -1;
     const target = leader >= 0 && leader !== from ? c.running.get(leader) : undefined;
@@ -233,18 +169,18 @@ async function failoverOnce(c: Cluster, topic: string): Promise<{ ms: number; fr
     await sleep(20);
   }
   const ms = performance.now() - t0;
-  await c.startBroker(from);
+  await c.start(from);
   return { ms, from, to };
 }
 
 export const run: BenchModule = async (opts) => {
   const log = opts.log;
-  const c = await Cluster.start();
-  if (!c) {
+  if (!hasEtcd) {
     log('etcd is not installed (Debian: apt-get install etcd-server); the cluster benchmark is skipped');
     return [{ module: MODULE, scenario: 'cluster of 3 brokers', subject: 'gregor', value: NaN, unit: '', better: 'higher', note: 'skipped: etcd not installed' }];
   }
   const rows: BenchRow[] = [];
+  const c = await TestCluster.start(Array.from({ length: BROKERS }, (_, i) => i + 1), [`broker.session.timeout.ms=${SESSION_MS}`]);
   try {
     // acks=all throughput: three partitions, every one led by broker 1 with both others following.
     const leaderOne = c.running.get(1)!;
@@ -256,7 +192,7 @@ export const run: BenchModule = async (opts) => {
     rows.push({ module: MODULE, scenario: ACKS_ALL_SCENARIO, subject: 'gregor', value: p.recordsPerSec, unit: 'records/s', better: 'higher', note: acksAllNote(p, '3 broker processes') });
 
     // Failover.
-    await createReplicated(c.any(), 'failover', [[1, 2, 3]]);
+    await createReplicated(c.anyBroker(), 'failover', [[1, 2, 3]]);
     const rounds = opts.quick ? 1 : 3;
     const times: number[] = [];
     const moves: string[] = [];
@@ -277,7 +213,7 @@ export const run: BenchModule = async (opts) => {
       note: `median of ${rounds} (${times.map((t) => Math.round(t)).join(', ')} ms; ${moves.join(', ')}); broker.session.timeout.ms ${SESSION_MS}; goal < ${GOAL_FAILOVER_MS}`,
     });
   } finally {
-    await c.stop();
+    await c.close();
   }
   if (opts.kafka && !opts.quick) {
     const k = await kafkaAcksAll(10_000, log);

@@ -10,68 +10,31 @@
  * can move leadership in time. Skipped where etcd is not installed, except
  * under CI, where that fails the run.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterView, until } from './cluster-test-support.js';
-// @ts-expect-error: JavaScript test helpers without type declarations.
-import { etcdBinary, startEtcd } from '../compat-tests/lib/etcd.mjs';
-// @ts-expect-error: JavaScript test helpers without type declarations.
-import { startGregor } from '../compat-tests/lib/gregor.mjs';
+import { TestCluster, hasEtcd } from './test-cluster.js';
 
-interface Gregor {
-  bootstrap: string;
-  pid: number;
-  stop(): Promise<number>;
-  output(): string;
-}
-
-const hasEtcd = etcdBinary() !== null;
-let etcd: { endpoint: string; stop(): Promise<void> };
-const dirs = new Map<number, string>();
-const running = new Map<number, Gregor>();
-
-async function start(nodeId: number): Promise<void> {
-  let dir = dirs.get(nodeId);
-  if (!dir) dirs.set(nodeId, (dir = mkdtempSync(join(tmpdir(), `gregor-shutdown-${nodeId}-`))));
-  const args = ['--broker-id', String(nodeId), '--metadata', `etcd://${etcd.endpoint}`];
-  for (const o of ['broker.session.timeout.ms=10000', 'leader.imbalance.check.interval.seconds=1']) args.push('--override', o);
-  running.set(nodeId, await startGregor({ dataDir: dir, args }));
-}
-
-/** SIGTERM and wait for the exit; how long it took, the exit code and what the broker logged. */
-async function stop(nodeId: number): Promise<{ ms: number; code: number; output: string }> {
-  const g = running.get(nodeId)!;
-  const t0 = Date.now();
-  const code = await g.stop();
-  running.delete(nodeId);
-  return { ms: Date.now() - t0, code, output: g.output() };
-}
+let cluster: TestCluster;
 
 describe.skipIf(!hasEtcd && !process.env.CI)('controlled shutdown across three brokers on etcd', () => {
   beforeAll(async () => {
-    etcd = await startEtcd();
-    await Promise.all([start(1), start(2), start(3)]);
+    cluster = await TestCluster.start([1, 2, 3], ['broker.session.timeout.ms=10000', 'leader.imbalance.check.interval.seconds=1']);
   }, 60_000);
 
   afterAll(async () => {
-    await Promise.all([...running.values()].map((g) => g.stop()));
-    await etcd?.stop();
-    for (const d of dirs.values()) rmSync(d, { recursive: true, force: true });
+    await cluster?.close();
   }, 60_000);
 
   it('moves leadership before a stopped leader exits, and producers with acks=all go on without an error', async () => {
-    const any = (): string => [...running.values()][0]!.bootstrap;
-    const kafka = new Kafka({ clientId: 'shutdown-test', brokers: [...running.values()].map((g) => g.bootstrap), logLevel: logLevel.NOTHING });
+    const kafka = new Kafka({ clientId: 'shutdown-test', brokers: cluster.bootstraps(), logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
     await until('three brokers', async () => (await admin.describeCluster()).brokers.length === 3);
     await admin.createTopics({ topics: [{ topic: 'calm', numPartitions: 3, replicationFactor: 3, configEntries: [{ name: 'min.insync.replicas', value: '2' }] }], waitForLeaders: true });
     await admin.disconnect();
     const before = await until('every ISR at three', async () => {
-      const v = await clusterView(any(), 'calm');
+      const v = await clusterView(cluster.any(), 'calm');
       return v.partitions.length === 3 && v.partitions.every((p) => p.isr.length === 3) && v;
     });
 
@@ -95,13 +58,13 @@ describe.skipIf(!hasEtcd && !process.env.CI)('controlled shutdown across three b
 
     // The leader of partition 0 stops; it hands over before it exits.
     const leader = before.partitions[0]!.leader;
-    const stopped = await stop(leader);
+    const stopped = await cluster.stop(leader);
     expect(stopped.code).toBe(0);
     expect(stopped.output).toContain('controlled shutdown: this broker leads no partition any more');
     // At the exit, with a session timeout of 10 s: the others lead, at a new epoch, without it in the ISR
     // (within a moment: the broker asked may see the last change a few milliseconds after the one that stopped).
     const after = await until('the others leading', async () => {
-      const v = await clusterView(any(), 'calm');
+      const v = await clusterView(cluster.any(), 'calm');
       return v.partitions.every((p) => p.leader >= 0 && p.leader !== leader && !p.isr.includes(leader)) && v;
     }, 2000);
     after.partitions.forEach((p, i) => {
@@ -129,16 +92,16 @@ describe.skipIf(!hasEtcd && !process.env.CI)('controlled shutdown across three b
 
     // Back, it catches up, and the automatic rebalance gives each partition to its first (preferred) replica again,
     // which led it when the topic was made.
-    await start(leader);
+    await cluster.start(leader);
     await until('every partition led by its preferred replica again', async () => {
-      const v = await clusterView(any(), 'calm');
+      const v = await clusterView(cluster.any(), 'calm');
       return v.partitions.every((p, i) => p.leader === before.partitions[i]!.leader && p.isr.length === 3);
     }, 30_000);
 
     // The other two stop one after the other; the last has nobody to hand over to and does not wait.
-    const rest = [...running.keys()];
+    const rest = [...cluster.running.keys()];
     for (const id of rest) {
-      const s = await stop(id);
+      const s = await cluster.stop(id);
       expect(s.code).toBe(0);
       expect(s.ms).toBeLessThan(5000);
     }

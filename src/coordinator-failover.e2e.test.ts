@@ -6,9 +6,6 @@
  * partition's new leader serves every acknowledged commit. Skipped where
  * etcd is not installed, except under CI, where that fails the run.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WireConnection, api } from '../cluster/kafka-connection.js';
@@ -20,50 +17,13 @@ import type { OffsetCommitResponse } from '../wire/messages/offset-commit-respon
 import type { OffsetFetchRequest } from '../wire/messages/offset-fetch-request.js';
 import type { OffsetFetchResponse } from '../wire/messages/offset-fetch-response.js';
 import { clusterView, until } from './cluster-test-support.js';
-// @ts-expect-error: JavaScript test helpers without type declarations.
-import { etcdBinary, startEtcd } from '../compat-tests/lib/etcd.mjs';
-// @ts-expect-error: JavaScript test helpers without type declarations.
-import { startGregor } from '../compat-tests/lib/gregor.mjs';
+import { TestCluster, hasEtcd } from './test-cluster.js';
 
-interface Gregor {
-  bootstrap: string;
-  pid: number;
-  stop(): Promise<number>;
-}
-
-const hasEtcd = etcdBinary() !== null;
 const COMMIT_TIMEOUT_MS = 1000;
-let etcd: { endpoint: string; stop(): Promise<void> };
-const dirs: string[] = [];
-const running = new Map<number, Gregor>();
-const stopped = new Set<number>();
-
-async function start(nodeId: number): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), `gregor-coord-${nodeId}-`));
-  dirs.push(dir);
-  const g: Gregor = await startGregor({
-    dataDir: dir,
-    args: [
-      '--broker-id',
-      String(nodeId),
-      '--metadata',
-      `etcd://${etcd.endpoint}`,
-      // Long enough that a follower stopped for a second keeps its registration, and stays in the ISR.
-      '--override',
-      'broker.session.timeout.ms=6000',
-      '--override',
-      `offsets.commit.timeout.ms=${COMMIT_TIMEOUT_MS}`,
-      '--override',
-      'offsets.topic.num.partitions=1',
-      '--override',
-      'offsets.topic.replication.factor=3',
-    ],
-  });
-  running.set(nodeId, g);
-}
+let cluster: TestCluster;
 
 async function onBroker<T>(nodeId: number, body: (c: WireConnection) => Promise<T>): Promise<T> {
-  const b = running.get(nodeId)!.bootstrap;
+  const b = cluster.running.get(nodeId)!.bootstrap;
   const at = b.lastIndexOf(':');
   const conn = await WireConnection.open(b.slice(0, at), Number(b.slice(at + 1)));
   try {
@@ -100,19 +60,24 @@ async function committed(nodeId: number, group: string): Promise<{ errorCode: nu
 
 describe.skipIf(!hasEtcd && !process.env.CI)('the group coordinator on a replicated __consumer_offsets', () => {
   beforeAll(async () => {
-    etcd = await startEtcd();
-    await Promise.all([start(1), start(2), start(3)]);
+    cluster = await TestCluster.start(
+      [1, 2, 3],
+      [
+        // Long enough that a follower stopped for a second keeps its registration, and stays in the ISR.
+        'broker.session.timeout.ms=6000',
+        `offsets.commit.timeout.ms=${COMMIT_TIMEOUT_MS}`,
+        'offsets.topic.num.partitions=1',
+        'offsets.topic.replication.factor=3',
+      ],
+    );
   }, 60_000);
 
   afterAll(async () => {
-    for (const id of stopped) process.kill(running.get(id)!.pid, 'SIGCONT');
-    await Promise.all([...running.values()].map((g) => g.stop()));
-    await etcd?.stop();
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    await cluster?.close();
   }, 60_000);
 
   it('answers a commit once every in-sync replica has it, and the next coordinator serves every acknowledged commit', async () => {
-    const kafka = new Kafka({ clientId: 'coordinator-test', brokers: [...running.values()].map((g) => g.bootstrap), logLevel: logLevel.NOTHING });
+    const kafka = new Kafka({ clientId: 'coordinator-test', brokers: cluster.bootstraps(), logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
     await until('three brokers', async () => (await admin.describeCluster()).brokers.length === 3);
@@ -125,35 +90,31 @@ describe.skipIf(!hasEtcd && !process.env.CI)('the group coordinator on a replica
       return r.errorCode === ErrorCode.NONE && r.nodeId;
     });
     await until('all three replicas of __consumer_offsets in sync', async () => {
-      const [p] = (await clusterView(running.get(1)!.bootstrap, '__consumer_offsets')).partitions;
+      const [p] = (await clusterView(cluster.running.get(1)!.bootstrap, '__consumer_offsets')).partitions;
       return p && p.leader === coordinator && p.isr.length === 3;
     });
     expect(await until('a first commit', async () => (await commit(coordinator, 'g', 10n)) === ErrorCode.NONE)).toBe(true);
 
     // A follower that stops fetching but keeps its place in the ISR holds the answer back.
     const follower = [1, 2, 3].find((id) => id !== coordinator)!;
-    process.kill(running.get(follower)!.pid, 'SIGSTOP');
-    stopped.add(follower);
+    cluster.pause(follower, true);
     const t0 = Date.now();
     expect(await commit(coordinator, 'g', 20n)).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(COMMIT_TIMEOUT_MS - 50);
-    const [held] = (await clusterView(running.get(coordinator)!.bootstrap, '__consumer_offsets')).partitions;
+    const [held] = (await clusterView(cluster.running.get(coordinator)!.bootstrap, '__consumer_offsets')).partitions;
     expect(held!.isr).toContain(follower);
 
     // Back, it catches up, and commits are answered again.
-    process.kill(running.get(follower)!.pid, 'SIGCONT');
-    stopped.delete(follower);
+    cluster.pause(follower, false);
     await until('a commit answered with the follower back', async () => (await commit(coordinator, 'g', 30n)) === ErrorCode.NONE);
 
     // The coordinator dies; the partition's new leader loads the group and has the acknowledged commit.
-    process.kill(running.get(coordinator)!.pid, 'SIGKILL');
-    await running.get(coordinator)!.stop();
-    running.delete(coordinator);
+    await cluster.kill(coordinator);
     const next = await until(
       'a new coordinator',
       async () => {
         const r = await findCoordinator(follower, 'g');
-        return r.errorCode === ErrorCode.NONE && r.nodeId !== coordinator && running.has(r.nodeId) && r.nodeId;
+        return r.errorCode === ErrorCode.NONE && r.nodeId !== coordinator && cluster.running.has(r.nodeId) && r.nodeId;
       },
       30_000,
     );

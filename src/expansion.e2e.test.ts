@@ -10,8 +10,7 @@
  * it on). Skipped where etcd is not installed, except under CI, where that
  * fails the run.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,33 +26,12 @@ import type { MetadataRequest } from '../wire/messages/metadata-request.js';
 import type { MetadataResponse } from '../wire/messages/metadata-response.js';
 import { ZERO_UUID } from '../wire/uuid.js';
 import { clusterView, until } from './cluster-test-support.js';
-// @ts-expect-error: JavaScript test helpers without type declarations.
-import { etcdBinary, startEtcd } from '../compat-tests/lib/etcd.mjs';
-// @ts-expect-error: JavaScript test helpers without type declarations.
-import { startGregor } from '../compat-tests/lib/gregor.mjs';
+import { TestCluster, hasEtcd } from './test-cluster.js';
 
-interface Gregor {
-  bootstrap: string;
-  pid: number;
-  stop(): Promise<number>;
-}
-
-const hasEtcd = etcdBinary() !== null;
-let etcd: { endpoint: string; stop(): Promise<void> };
-const dirs = new Map<number, string>();
-const running = new Map<number, Gregor>();
-
-async function start(nodeId: number): Promise<void> {
-  let dir = dirs.get(nodeId);
-  if (!dir) dirs.set(nodeId, (dir = mkdtempSync(join(tmpdir(), `gregor-grow-${nodeId}-`))));
-  const args = ['--broker-id', String(nodeId), '--metadata', `etcd://${etcd.endpoint}`];
-  // A session long enough that broker 4 held back (SIGSTOP) for a moment stays registered.
-  for (const o of ['broker.session.timeout.ms=6000', 'auto.leader.rebalance.enable=false']) args.push('--override', o);
-  running.set(nodeId, await startGregor({ dataDir: dir, args }));
-}
+let cluster: TestCluster;
 
 async function request<Res, Req>(name: Parameters<typeof api>[0], version: number, body: Req): Promise<Res> {
-  const b = running.get(2)!.bootstrap;
+  const b = cluster.running.get(2)!.bootstrap;
   const at = b.lastIndexOf(':');
   const conn = await WireConnection.open(b.slice(0, at), Number(b.slice(at + 1)));
   try {
@@ -82,18 +60,16 @@ const TARGETS = [
 
 describe.skipIf(!hasEtcd && !process.env.CI)('hot expansion: a fourth broker, a reassignment onto it, preferred leaders back', () => {
   beforeAll(async () => {
-    etcd = await startEtcd();
-    await Promise.all([start(1), start(2), start(3)]);
+    // A session long enough that broker 4 held back (SIGSTOP) for a moment stays registered.
+    cluster = await TestCluster.start([1, 2, 3], ['broker.session.timeout.ms=6000', 'auto.leader.rebalance.enable=false']);
   }, 60_000);
 
   afterAll(async () => {
-    await Promise.all([...running.values()].map((g) => g.stop()));
-    await etcd?.stop();
-    for (const d of dirs.values()) rmSync(d, { recursive: true, force: true });
+    await cluster?.close();
   }, 60_000);
 
   it('moves replicas onto a broker that joined while producing, loses nothing, and gives partitions back to their preferred replicas', async () => {
-    const kafka = new Kafka({ clientId: 'expansion-test', brokers: [...running.values()].map((g) => g.bootstrap), logLevel: logLevel.NOTHING });
+    const kafka = new Kafka({ clientId: 'expansion-test', brokers: cluster.bootstraps(), logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
     await until('three brokers', async () => (await admin.describeCluster()).brokers.length === 3);
@@ -101,7 +77,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('hot expansion: a fourth broker, a 
       topics: [{ topic: 'grow', replicaAssignment: [0, 1, 2].map((partition) => ({ partition, replicas: [1, 2, 3] })), configEntries: [{ name: 'min.insync.replicas', value: '2' }] }],
       waitForLeaders: true,
     });
-    await until('every ISR at three', async () => (await clusterView(running.get(2)!.bootstrap, 'grow')).partitions.every((p) => p.isr.length === 3));
+    await until('every ISR at three', async () => (await clusterView(cluster.running.get(2)!.bootstrap, 'grow')).partitions.every((p) => p.isr.length === 3));
 
     const producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
@@ -122,11 +98,11 @@ describe.skipIf(!hasEtcd && !process.env.CI)('hot expansion: a fourth broker, a 
     await until('records flowing', async () => acknowledged.length >= 100);
 
     // A fourth broker joins; nothing else restarts.
-    await start(4);
+    await cluster.start(4);
     await until('four brokers', async () => (await admin.describeCluster()).brokers.length === 4);
 
     // Broker 4 is held back, so the moves stay in progress until it goes on.
-    process.kill(running.get(4)!.pid, 'SIGSTOP');
+    cluster.pause(4, true);
     let listed: ListPartitionReassignmentsResponse;
     try {
       const alter = await request<AlterPartitionReassignmentsResponse, AlterPartitionReassignmentsRequest>('AlterPartitionReassignments', 0, {
@@ -137,7 +113,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('hot expansion: a fourth broker, a 
       expect(alter.responses[0]!.partitions.map((p) => p.errorCode)).toEqual([0, 0, 0]);
       listed = await request<ListPartitionReassignmentsResponse, ListPartitionReassignmentsRequest>('ListPartitionReassignments', 0, { timeoutMs: 30_000, topics: null });
     } finally {
-      process.kill(running.get(4)!.pid, 'SIGCONT');
+      cluster.pause(4, false);
     }
     expect(listed.topics).toEqual([
       {
@@ -150,35 +126,33 @@ describe.skipIf(!hasEtcd && !process.env.CI)('hot expansion: a fourth broker, a 
     const after = await request<ListPartitionReassignmentsResponse, ListPartitionReassignmentsRequest>('ListPartitionReassignments', 0, { timeoutMs: 30_000, topics: null });
     expect(after.topics).toEqual([]);
     await until('the new replicas in sync, broker 1 out', async () =>
-      (await clusterView(running.get(2)!.bootstrap, 'grow')).partitions.every((p) => JSON.stringify(p.isr) === '[2,3,4]' && p.leader !== 1),
+      (await clusterView(cluster.running.get(2)!.bootstrap, 'grow')).partitions.every((p) => JSON.stringify(p.isr) === '[2,3,4]' && p.leader !== 1),
     );
     // Broker 1 holds no replica of the topic any more: its copies are deleted.
-    await until("broker 1's copies deleted", async () => [0, 1, 2].every((i) => !existsSync(join(dirs.get(1)!, `grow-${i}`))));
+    await until("broker 1's copies deleted", async () => [0, 1, 2].every((i) => !existsSync(join(cluster.dir(1), `grow-${i}`))));
 
     // Broker 4 dies and comes back: its partition leads elsewhere meanwhile, then goes back to it.
-    process.kill(running.get(4)!.pid, 'SIGKILL');
-    await running.get(4)!.stop();
-    running.delete(4);
+    await cluster.kill(4);
     await until('partition 0 led by another', async () => {
-      const [p] = (await clusterView(running.get(2)!.bootstrap, 'grow')).partitions;
+      const [p] = (await clusterView(cluster.running.get(2)!.bootstrap, 'grow')).partitions;
       return p && p.leader >= 0 && p.leader !== 4;
     });
-    await start(4);
-    await until('broker 4 in sync again', async () => (await clusterView(running.get(2)!.bootstrap, 'grow')).partitions[0]!.isr.includes(4), 30_000);
+    await cluster.start(4);
+    await until('broker 4 in sync again', async () => (await clusterView(cluster.running.get(2)!.bootstrap, 'grow')).partitions[0]!.isr.includes(4), 30_000);
     const elect = (electionType: number): Promise<ElectLeadersResponse> =>
       request<ElectLeadersResponse, ElectLeadersRequest>('ElectLeaders', 2, { electionType, topicPartitions: [{ topic: 'grow', partitions: [0, 1, 2] }], timeoutMs: 30_000 });
     // Unclean: every partition has a live leader, nothing to do.
     const unclean = await elect(1);
     expect(unclean.replicaElectionResults[0]!.partitionResult.map((p) => p.errorCode)).toEqual([ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED]);
     // Preferred: partition 0 goes back to broker 4; the others have their preferred leader already.
-    const leadersBefore = (await clusterView(running.get(2)!.bootstrap, 'grow')).partitions.map((p) => p.leader);
+    const leadersBefore = (await clusterView(cluster.running.get(2)!.bootstrap, 'grow')).partitions.map((p) => p.leader);
     const preferred = await elect(0);
     expect(preferred.errorCode).toBe(ErrorCode.NONE);
     expect(preferred.replicaElectionResults[0]!.partitionResult.map((p) => p.errorCode)).toEqual(
       leadersBefore.map((leader, i) => (leader === TARGETS[i]![0] ? ErrorCode.ELECTION_NOT_NEEDED : ErrorCode.NONE)),
     );
     expect(leadersBefore[0]).not.toBe(4);
-    await until('every partition led by its preferred replica', async () => JSON.stringify((await clusterView(running.get(2)!.bootstrap, 'grow')).partitions.map((p) => p.leader)) === '[4,2,3]');
+    await until('every partition led by its preferred replica', async () => JSON.stringify((await clusterView(cluster.running.get(2)!.bootstrap, 'grow')).partitions.map((p) => p.leader)) === '[4,2,3]');
 
     const count = acknowledged.length;
     await until('records still flowing', async () => acknowledged.length >= count + 100);

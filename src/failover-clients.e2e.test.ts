@@ -21,18 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterView, until } from './cluster-test-support.js';
-// @ts-expect-error: JavaScript test helpers without type declarations.
-import { etcdBinary, startEtcd } from '../compat-tests/lib/etcd.mjs';
-// @ts-expect-error: JavaScript test helpers without type declarations.
-import { startGregor } from '../compat-tests/lib/gregor.mjs';
-// @ts-expect-error: JavaScript test helpers without type declarations.
-import { freePort } from '../compat-tests/lib/free-port.mjs';
-
-interface Gregor {
-  bootstrap: string;
-  pid: number;
-  stop(): Promise<number>;
-}
+import { TestCluster, hasEtcd } from './test-cluster.js';
 
 const ROOT = resolve(fileURLToPath(import.meta.url), '..', '..');
 const JAR = join(ROOT, 'compat-tests', 'java-client', 'target', 'java-client-compat-all.jar');
@@ -41,33 +30,13 @@ const PYTHON = '/usr/bin/python3';
 const PRODUCE_SECONDS = 45;
 const TOPIC = 'chaos';
 
-const hasEtcd = etcdBinary() !== null;
 const hasJava = existsSync(JAR) && spawnSync('java', ['-version']).status === 0;
 const hasConfluent = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import confluent_kafka']).status === 0;
 const runnable = hasEtcd && hasJava && hasConfluent;
 
-let etcd: { endpoint: string; stop(): Promise<void> };
+let cluster: TestCluster;
 let work: string;
-const dirs = new Map<number, string>();
-const ports = new Map<number, number>();
-const running = new Map<number, Gregor>();
 const children: ChildProcess[] = [];
-
-async function start(nodeId: number): Promise<void> {
-  let dir = dirs.get(nodeId);
-  if (!dir) dirs.set(nodeId, (dir = mkdtempSync(join(tmpdir(), `gregor-chaos-${nodeId}-`))));
-  // A broker comes back on its own port, as it would on its own machine: the clients' bootstrap list stays true.
-  let port = ports.get(nodeId);
-  if (port === undefined) ports.set(nodeId, (port = (await freePort()) as number));
-  const args = ['--broker-id', String(nodeId), '--listen', `127.0.0.1:${port}`, '--metadata', `etcd://${etcd.endpoint}`, '--override', 'broker.session.timeout.ms=4000'];
-  running.set(nodeId, await startGregor({ dataDir: dir, args }));
-}
-
-async function kill(nodeId: number): Promise<void> {
-  process.kill(running.get(nodeId)!.pid, 'SIGKILL');
-  await running.get(nodeId)!.stop();
-  running.delete(nodeId);
-}
 
 /** Runs a client's produce loop to its end; resolves its output, rejects when it fails. */
 function produceLoop(cmd: string, args: string[]): Promise<string> {
@@ -106,27 +75,25 @@ describe.skipIf(!runnable && !process.env.CI)('failover under the Java client, c
   beforeAll(async () => {
     if (!runnable) throw new Error(`needs etcd (${hasEtcd}), the Java compat client built (${hasJava}) and ${PYTHON} with confluent_kafka (${hasConfluent})`);
     work = mkdtempSync(join(tmpdir(), 'gregor-chaos-out-'));
-    etcd = await startEtcd();
-    await Promise.all([start(1), start(2), start(3)]);
+    // A broker comes back on its own port, as it would on its own machine: the clients' bootstrap list stays true.
+    cluster = await TestCluster.start([1, 2, 3], ['broker.session.timeout.ms=4000'], { fixedPorts: true });
   }, 60_000);
 
   afterAll(async () => {
     for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-    await Promise.all([...running.values()].map((g) => g.stop()));
-    await etcd?.stop();
-    for (const d of dirs.values()) rmSync(d, { recursive: true, force: true });
+    await cluster?.close();
     if (work) rmSync(work, { recursive: true, force: true });
   }, 60_000);
 
   it('keeps every acknowledged record, in order, while leaders are killed again and again, and the group goes on consuming', async () => {
-    const bootstrap = [...running.values()].map((g) => g.bootstrap);
+    const bootstrap = cluster.bootstraps();
     const kafka = new Kafka({ clientId: 'chaos-test', brokers: bootstrap, logLevel: logLevel.NOTHING, retry: { retries: 10, initialRetryTime: 200 } });
     const admin = kafka.admin();
     await admin.connect();
     await until('three brokers', async () => (await admin.describeCluster()).brokers.length === 3);
     await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: 3, replicationFactor: 3, configEntries: [{ name: 'min.insync.replicas', value: '2' }] }], waitForLeaders: true });
     const allInSync = async (): Promise<boolean> => {
-      const v = await clusterView(running.get([...running.keys()][0]!)!.bootstrap, TOPIC);
+      const v = await clusterView(cluster.any(), TOPIC);
       return v.partitions.length === 3 && v.partitions.every((p) => p.isr.length === 3 && p.leader >= 0);
     };
     await until('every ISR at three', allInSync);
@@ -162,13 +129,12 @@ describe.skipIf(!runnable && !process.env.CI)('failover under the Java client, c
     await until('the group reading', async () => groupRead >= 100, 30_000);
     // Each partition's leader in turn dies and comes back; the group reads more after each time.
     for (let round = 0; round < 3; round++) {
-      const any = running.get([...running.keys()][0]!)!.bootstrap;
-      const leader = (await clusterView(any, TOPIC)).partitions[round]!.leader;
-      await kill(leader);
+      const leader = (await clusterView(cluster.any(), TOPIC)).partitions[round]!.leader;
+      await cluster.kill(leader);
       await new Promise((r) => setTimeout(r, 3000));
       const before = groupRead;
       await until(`the group reading after failover ${round + 1}`, async () => groupRead > before + 50, 30_000);
-      await start(leader);
+      await cluster.start(leader);
       await until(`every ISR at three after round ${round + 1}`, allInSync, 30_000);
     }
 

@@ -6,68 +6,33 @@
  * same bytes as the others'. Skipped where etcd is not installed, except
  * under CI, where that fails the run.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterView, until as untilWithin } from './cluster-test-support.js';
-// @ts-expect-error: JavaScript test helpers without type declarations.
-import { etcdBinary, startEtcd } from '../compat-tests/lib/etcd.mjs';
-// @ts-expect-error: JavaScript test helpers without type declarations.
-import { startGregor } from '../compat-tests/lib/gregor.mjs';
+import { TestCluster, hasEtcd } from './test-cluster.js';
 
-interface Gregor {
-  bootstrap: string;
-  pid: number;
-  stop(): Promise<number>;
-}
-
-const hasEtcd = etcdBinary() !== null;
-let etcd: { endpoint: string; stop(): Promise<void> };
-const dirs = new Map<number, string>();
-const running = new Map<number, Gregor>();
-
-function start(nodeId: number): Promise<Gregor> {
-  let dir = dirs.get(nodeId);
-  if (!dir) dirs.set(nodeId, (dir = mkdtempSync(join(tmpdir(), `gregor-repl-${nodeId}-`))));
-  return startGregor({
-    dataDir: dir,
-    args: ['--broker-id', String(nodeId), '--metadata', `etcd://${etcd.endpoint}`, '--override', 'broker.session.timeout.ms=2000'],
-  }).then((g: Gregor) => {
-    running.set(nodeId, g);
-    return g;
-  });
-}
-
-async function kill(nodeId: number): Promise<void> {
-  const g = running.get(nodeId)!;
-  process.kill(g.pid, 'SIGKILL');
-  await g.stop();
-  running.delete(nodeId);
-}
+let cluster: TestCluster;
 
 /** Waits of this test: a broker restarted has to catch up before the ISR holds it again. */
 const until = <T>(what: string, probe: () => Promise<T | null | undefined | false>): Promise<T> => untilWithin(what, probe, 30_000);
 
 const segment = (nodeId: number, topic: string, partition: number): Buffer =>
-  readFileSync(join(dirs.get(nodeId)!, `${topic}-${partition}`, '00000000000000000000.log'));
+  readFileSync(join(cluster.dir(nodeId), `${topic}-${partition}`, '00000000000000000000.log'));
 
 describe.skipIf(!hasEtcd && !process.env.CI)('replication across three brokers on etcd, with kafkajs', () => {
   beforeAll(async () => {
-    etcd = await startEtcd();
-    await Promise.all([start(1), start(2), start(3)]);
+    cluster = await TestCluster.start([1, 2, 3], ['broker.session.timeout.ms=2000']);
   }, 60_000);
 
   afterAll(async () => {
-    await Promise.all([...running.values()].map((g) => g.stop()));
-    await etcd?.stop();
-    for (const d of dirs.values()) rmSync(d, { recursive: true, force: true });
-  });
+    await cluster?.close();
+  }, 60_000);
 
   it('grows the ISR to every replica, fails over to an in-sync follower, loses no acknowledged record, and the old leader rejoins with the same bytes', async () => {
-    const any = (): string => [...running.values()][0]!.bootstrap;
-    const kafka = new Kafka({ clientId: 'replication-test', brokers: [running.get(1)!.bootstrap, running.get(2)!.bootstrap, running.get(3)!.bootstrap], logLevel: logLevel.NOTHING, retry: { retries: 10, initialRetryTime: 200 } });
+    const any = (): string => cluster.any();
+    const kafka = new Kafka({ clientId: 'replication-test', brokers: cluster.bootstraps(), logLevel: logLevel.NOTHING, retry: { retries: 10, initialRetryTime: 200 } });
     const admin = kafka.admin();
     await admin.connect();
     await until('three brokers', async () => (await admin.describeCluster()).brokers.length === 3);
@@ -95,7 +60,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('replication across three brokers o
 
     // The leader dies; an in-sync follower takes over at a new epoch, and acks=all goes on with two.
     const oldLeader = first.leader;
-    await kill(oldLeader);
+    await cluster.kill(oldLeader);
     const after = await until('a new leader from the ISR', async () => {
       const [p] = (await clusterView(any(), 'safe')).partitions;
       return p && p.leader !== oldLeader && p.leader >= 0 && p;
@@ -108,10 +73,10 @@ describe.skipIf(!hasEtcd && !process.env.CI)('replication across three brokers o
     await send(producer, 50, 'during');
 
     // With a second broker down, min.insync.replicas=2 refuses acks=all: nothing is acknowledged unreplicated.
-    const second = [...running.keys()].find((id) => id !== after.leader)!;
-    await kill(second);
+    const second = [...cluster.running.keys()].find((id) => id !== after.leader)!;
+    await cluster.kill(second);
     await until('the ISR down to the leader', async () => {
-      const [p] = (await clusterView(running.get(after.leader)!.bootstrap, 'safe')).partitions;
+      const [p] = (await clusterView(cluster.running.get(after.leader)!.bootstrap, 'safe')).partitions;
       return p && p.isr.length === 1;
     });
     await producer.disconnect();
@@ -125,7 +90,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('replication across three brokers o
     await producer.disconnect();
 
     // Both come back: they cut what the leader does not have, catch up and rejoin the ISR.
-    await Promise.all([start(oldLeader), start(second)]);
+    await Promise.all([cluster.start(oldLeader), cluster.start(second)]);
     await until('the ISR back to all three', async () => {
       const [p] = (await clusterView(any(), 'safe')).partitions;
       return p && p.isr.length === 3;
