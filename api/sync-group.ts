@@ -6,8 +6,9 @@
  * must match the group's.
  *
  * The leader's request carries every member's assignment; each member's
- * request parks until the leader's has been persisted, then gets its own
- * part (see cluster/group-coordinator.ts).
+ * request parks until the leader's has been persisted on every in-sync
+ * replica of the group's partition, then gets its own part (see
+ * cluster/group-coordinator.ts).
  */
 import { ErrorCode } from '../wire/errors.js';
 import { SyncGroupRequest } from '../wire/messages/sync-group-request.js';
@@ -39,11 +40,6 @@ export const syncGroup = defineHandler<SyncGroupRequest, SyncGroupResponse>({
       protocolName: v >= 5 ? req.protocolName : null,
       assignments: req.assignments,
     });
-    if (r.errorCode === ErrorCode.NONE) {
-      // The assignment is answered once it is on every in-sync replica of the group's partition.
-      const durable = await ctx.services.groups.replicated(req.groupId);
-      if (durable !== ErrorCode.NONE) return errorBody(durable);
-    }
     return { throttleTimeMs: 0, errorCode: r.errorCode, protocolType: r.protocolType, protocolName: r.protocolName, assignment: r.assignment };
   },
   errorResponse: (_req, errorCode) => errorBody(errorCode),

@@ -936,7 +936,12 @@ export class GroupCoordinator {
     }
   }
 
-  /** The leader's assignment arrived: persist it, then hand every member its part. */
+  /**
+   * The leader's assignment arrived: persist it, and once every in-sync
+   * replica of the group's partition has it, hand every member its part (as
+   * Kafka does in its append callback). When it cannot be written or
+   * replicated, every member gets the error and the group rebalances.
+   */
   private completeSync(shard: Shard, group: ClassicGroup, p: SyncGroupParams): void {
     const assignment = new Map<string, Buffer>();
     for (const a of p.assignments) assignment.set(a.memberId, a.assignment);
@@ -945,14 +950,24 @@ export class GroupCoordinator {
     if (missing.length > 0) this.log.warn({ group: group.groupId, generation: group.generationId, members: missing }, 'setting empty assignments for members the leader left out');
     this.log.info({ group: group.groupId, generation: group.generationId, leader: p.memberId, members: group.numMembers }, 'assignment received from the group leader');
     const error = this.append(shard, [groupMetadataRecord(group.groupId, this.groupValue(group, assignment))]);
-    if (error !== ErrorCode.NONE) {
-      this.resetAndPropagateAssignmentWithError(shard, group, appendErrorToResponseError(error));
-      this.maybePrepareRebalanceOrCompleteJoin(shard, group);
+    const generation = group.generationId;
+    const stored = (code: number): void => {
+      // The group may have moved on meanwhile (a member left, a new rebalance, the partition went elsewhere).
+      if (this.shardOf(group.groupId) !== shard || shard.groups.get(group.groupId) !== group || group.generationId !== generation || !group.is('CompletingRebalance')) return;
+      if (code !== ErrorCode.NONE) {
+        this.resetAndPropagateAssignmentWithError(shard, group, appendErrorToResponseError(code));
+        this.maybePrepareRebalanceOrCompleteJoin(shard, group);
+        return;
+      }
+      for (const m of group.members.values()) m.assignment = assignment.get(m.memberId) ?? EMPTY;
+      this.propagateAssignment(shard, group, ErrorCode.NONE);
+      group.transitionTo('Stable', this.timer.now());
+    };
+    if (error !== ErrorCode.NONE || !this.store.replicated) {
+      stored(error);
       return;
     }
-    for (const m of group.members.values()) m.assignment = assignment.get(m.memberId) ?? EMPTY;
-    this.propagateAssignment(shard, group, ErrorCode.NONE);
-    group.transitionTo('Stable', this.timer.now());
+    void this.store.replicated(shard.partition, this.config.offsetCommitTimeoutMs).then(stored);
   }
 
   private syncGroupError(group: ClassicGroup, p: SyncGroupParams): number {
@@ -1046,6 +1061,9 @@ export class GroupCoordinator {
   /**
    * OffsetCommit for partitions the caller has checked exist. Every
    * partition gets the group's error when the commit is refused as a whole.
+   * The offsets written count (OffsetFetch, expiry) once every in-sync
+   * replica of the group's partition has them; the caller answers after
+   * replicated() (see api/offset-commit.ts).
    */
   commitOffsets(p: OffsetCommitParams): TopicPartitionErrors[] {
     const all = (errorCode: number): TopicPartitionErrors[] =>
@@ -1095,7 +1113,14 @@ export class GroupCoordinator {
       baseOffset = appended.baseOffset;
     }
     if (created) shard.groups.set(p.groupId, group);
-    commits.forEach((c, i) => shard.setOffset(p.groupId, c.topic, c.partition, { ...c.offset, recordOffset: baseOffset + BigInt(i) }));
+    const apply = (): void => commits.forEach((c, i) => shard.setOffset(p.groupId, c.topic, c.partition, { ...c.offset, recordOffset: baseOffset + BigInt(i) }));
+    // OffsetFetch sees the offsets once every in-sync replica has them, as Kafka's pending commits.
+    if (records.length === 0 || !this.store.replicated) apply();
+    else {
+      void this.store.replicated(shard.partition, this.config.offsetCommitTimeoutMs).then((code) => {
+        if (code === ErrorCode.NONE && this.shardOf(p.groupId) === shard) apply();
+      });
+    }
     return answers;
   }
 
