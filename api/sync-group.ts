@@ -40,6 +40,12 @@ export const syncGroup = defineHandler<SyncGroupRequest, SyncGroupResponse>({
       protocolName: v >= 5 ? req.protocolName : null,
       assignments: req.assignments,
     });
+    if (r.errorCode === ErrorCode.NONE) {
+      // The coordinator answers a new assignment once replicated; this also covers what it wrote without
+      // a new assignment (a static member replaced in a stable group).
+      const durable = await ctx.services.groups.replicated(req.groupId);
+      if (durable !== ErrorCode.NONE) return errorBody(durable);
+    }
     return { throttleTimeMs: 0, errorCode: r.errorCode, protocolType: r.protocolType, protocolName: r.protocolName, assignment: r.assignment };
   },
   errorResponse: (_req, errorCode) => errorBody(errorCode),

@@ -126,9 +126,7 @@ describe('rack-aware replica placement (broker.rack)', () => {
     }
   });
 
-  it('places as without racks when no broker has one, and counts brokers without a rack as one rack', () => {
-    const ids = [0, 1, 2, 3, 4];
-    expect(placeReplicas(ids.map((nodeId) => ({ nodeId, rack: null })), 10, 3, 1, 0)).toEqual(assignReplicas(ids, 10, 3, 1, 0));
+  it('counts brokers without a rack as one rack', () => {
     const mixed = [
       { nodeId: 1, rack: 'a' },
       { nodeId: 2, rack: null },
@@ -171,7 +169,11 @@ const live = (...ids: number[]): Set<number> => new Set(ids);
 describe('partition reassignment (KIP-455)', () => {
   it('adds the new replicas first and keeps the leaving ones until the target is in sync', () => {
     const started = reassign(view([1, 2, 3], 1, [1, 2, 3]), [2, 3, 4], live(1, 2, 3, 4));
-    expect(started).toEqual({ replicas: [2, 3, 4, 1], reassigning: { adding: [4], removing: [1] }, state: { leader: 1, leaderEpoch: 4, partitionEpoch: 8, isr: [1, 2, 3] } });
+    expect(started).toEqual({
+      replicas: [2, 3, 4, 1],
+      reassigning: { adding: [4], removing: [1], original: [1, 2, 3] },
+      state: { leader: 1, leaderEpoch: 4, partitionEpoch: 8, isr: [1, 2, 3] },
+    });
     const v = started as StoredPartitionView;
     // Not yet: 4 is not in the ISR.
     expect(completeReassignment(v, live(1, 2, 3, 4))).toBeNull();
@@ -185,20 +187,26 @@ describe('partition reassignment (KIP-455)', () => {
     expect(completeReassignment(v, live(1, 2, 3, 4))).toEqual({ replicas: [1, 2, 4], reassigning: null, state: { leader: 1, leaderEpoch: 4, partitionEpoch: 8, isr: [1, 2, 4] } });
   });
 
-  it('cancels: the original replicas come back and the added ones leave the ISR and the lead', () => {
-    const v = view([2, 3, 4, 1], 4, [1, 2, 3, 4], { adding: [4], removing: [1] });
-    expect(reassign(v, null, live(1, 2, 3, 4))).toEqual({ replicas: [2, 3, 1], reassigning: null, state: { leader: 2, leaderEpoch: 5, partitionEpoch: 8, isr: [1, 2, 3] } });
+  it('cancels: the original replicas come back in their order, and the added ones leave the ISR and the lead', () => {
+    const v = view([2, 3, 4, 1], 4, [1, 2, 3, 4], { adding: [4], removing: [1], original: [1, 2, 3] });
+    expect(reassign(v, null, live(1, 2, 3, 4))).toEqual({ replicas: [1, 2, 3], reassigning: null, state: { leader: 1, leaderEpoch: 5, partitionEpoch: 8, isr: [1, 2, 3] } });
     expect(reassign(view([1, 2], 1, [1, 2]), null, live(1, 2))).toMatchObject({ errorCode: ErrorCode.NO_REASSIGNMENT_IN_PROGRESS });
     // Only an added replica in sync: going back would take an unclean election.
     expect(reassign(view([2, 3, 4, 1], 4, [4], { adding: [4], removing: [1] }), null, live(1, 2, 3, 4))).toMatchObject({ errorCode: ErrorCode.INVALID_REPLICA_ASSIGNMENT });
   });
 
-  it('replaces a reassignment in progress without dropping any replica before the new target is in sync', () => {
-    const v = view([2, 3, 4, 1], 1, [1, 2, 3, 4], { adding: [4], removing: [1] });
-    expect(reassign(v, [1, 2, 5], live(1, 2, 3, 4, 5))).toEqual({
+  it('replaces a reassignment in progress without dropping any replica before the new target is in sync, and a cancel then goes back to the first replicas', () => {
+    const v = view([2, 3, 4, 1], 1, [1, 2, 3, 4], { adding: [4], removing: [1], original: [1, 2, 3] });
+    const replaced = reassign(v, [1, 2, 5], live(1, 2, 3, 4, 5));
+    expect(replaced).toEqual({
       replicas: [1, 2, 5, 3, 4],
-      reassigning: { adding: [5], removing: [3, 4] },
+      reassigning: { adding: [5], removing: [3, 4], original: [1, 2, 3] },
       state: { leader: 1, leaderEpoch: 4, partitionEpoch: 8, isr: [1, 2, 3, 4] },
+    });
+    expect(reassign(replaced as StoredPartitionView, null, live(1, 2, 3, 4, 5))).toEqual({
+      replicas: [1, 2, 3],
+      reassigning: null,
+      state: { leader: 1, leaderEpoch: 4, partitionEpoch: 9, isr: [1, 2, 3] },
     });
   });
 

@@ -47,6 +47,8 @@ export interface StoredTopic {
 export interface Reassignment {
   readonly adding: readonly number[];
   readonly removing: readonly number[];
+  /** The replicas, in order, before the first of the reassignments in a row began: what a cancel goes back to. */
+  readonly original?: readonly number[];
 }
 
 export interface StoredPartition {
@@ -350,9 +352,9 @@ export interface StoredPartitionView {
   readonly state: StoredPartition;
 }
 
-/** The partition's replicas before its reassignment began (the replicas being added taken out). */
-function originalReplicas(p: StoredPartitionView): number[] {
-  return p.replicas.filter((r) => !(p.reassigning?.adding ?? []).includes(r));
+/** The partition's replicas before its reassignment began. */
+function originalReplicas(p: StoredPartitionView): readonly number[] {
+  return p.reassigning?.original ?? p.replicas.filter((r) => !(p.reassigning?.adding ?? []).includes(r));
 }
 
 /** A new state with both epochs raised when the leader changes, the partition epoch alone otherwise. */
@@ -373,17 +375,20 @@ function changed(s: StoredPartition, leader: number, isr: readonly number[]): St
  * not in it, which leave once every target replica is in the ISR (see
  * completeReassignment). Over a reassignment in progress, "current" includes
  * the replicas it was adding, so nothing in sync goes before the new target
- * is. The target must name distinct registered brokers. A target that only
- * reorders the current replicas applies at once (nothing to copy).
+ * is; the replicas from before the first reassignment are kept for a cancel,
+ * and "adding" is counted from them. The target must name distinct
+ * registered brokers. A target that only reorders the current replicas
+ * applies at once (nothing to copy).
  *
  * Null cancels the reassignment in progress: the replicas go back to what
- * they were, the ones being added leave the ISR, and a leader among them
- * gives way to the first original replica in the ISR and alive. Refused
- * (INVALID_REPLICA_ASSIGNMENT) when no original replica is in the ISR: that
- * would take an unclean election, as Kafka refuses it.
+ * they were before it (and before any it replaced), the others leave the
+ * ISR, and a leader among them gives way to the first original replica in
+ * the ISR and alive. Refused (INVALID_REPLICA_ASSIGNMENT) when no original
+ * replica is in the ISR: that would take an unclean election, as Kafka
+ * refuses it.
  *
  * Example: replicas [1, 2, 3], target [2, 3, 4] ->
- * { replicas: [2, 3, 4, 1], reassigning: { adding: [4], removing: [1] } }.
+ * { replicas: [2, 3, 4, 1], reassigning: { adding: [4], removing: [1], original: [1, 2, 3] } }.
  */
 export function reassign(p: StoredPartitionView, target: readonly number[] | null, live: ReadonlySet<number>): StoredPartitionView | { errorCode: number; message: string } {
   if (target === null) {
@@ -401,14 +406,15 @@ export function reassign(p: StoredPartitionView, target: readonly number[] | nul
   const unknown = target.filter((r) => !live.has(r));
   if (unknown.length > 0) return { errorCode: ErrorCode.INVALID_REPLICA_ASSIGNMENT, message: `Brokers ${unknown.join(', ')} are not registered.` };
   const current = p.replicas;
+  const original = originalReplicas(p);
   const removing = current.filter((r) => !target.includes(r));
-  const adding = target.filter((r) => !current.includes(r));
   const state = { ...p.state, partitionEpoch: p.state.partitionEpoch + 1 };
-  if (adding.length === 0 && removing.length === 0) {
+  if (removing.length === 0 && target.every((r) => current.includes(r))) {
     if (!p.reassigning && target.every((r, i) => current[i] === r)) return p;
     return { replicas: [...target], reassigning: null, state };
   }
-  return { replicas: [...target, ...removing], reassigning: { adding, removing }, state };
+  const adding = target.filter((r) => !original.includes(r));
+  return { replicas: [...target, ...removing], reassigning: { adding, removing, original: [...original] }, state };
 }
 
 /**

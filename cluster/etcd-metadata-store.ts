@@ -24,6 +24,7 @@ import { randomUuid } from '../wire/uuid.js';
 import {
   type Entry,
   EtcdLayout,
+  type Reassignment,
   type StoredBroker,
   type StoredController,
   type StoredPartition,
@@ -467,7 +468,7 @@ export class EtcdMetadataStore implements MetadataStore {
           }
         });
         if (next.every((v, i) => v === views[i])) return { done: answers, revision: this.applied };
-        const reassigning: Record<string, { adding: readonly number[]; removing: readonly number[] }> = {};
+        const reassigning: Record<string, Reassignment> = {};
         next.forEach((v, i) => {
           if (v.reassigning) reassigning[String(i)] = v.reassigning;
         });
@@ -522,6 +523,8 @@ export class EtcdMetadataStore implements MetadataStore {
    */
   async controlledShutdown(timeoutMs: number): Promise<{ leading: number; timedOut: boolean }> {
     if (this.closed || !this.self) return { leading: 0, timedOut: false };
+    // One budget for all of it, the etcd calls before the wait included.
+    const deadline = Date.now() + timeoutMs;
     this.leaving = true;
     // A registration again in flight ends first (it gives its lease back on seeing `leaving`).
     await this.registering?.catch(() => undefined);
@@ -550,7 +553,7 @@ export class EtcdMetadataStore implements MetadataStore {
       const check = (image: MetadataImage): void => {
         if (!movable(image)) done(false);
       };
-      const timer = setTimeout(() => done(true), timeoutMs);
+      const timer = setTimeout(() => done(true), Math.max(0, deadline - Date.now()));
       this.listeners.add(check);
     });
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
-import { harness, joinParams, settled, subscription, type Harness } from './group-test-support.js';
+import { MemoryOffsetsStore, harness, joinParams, settled, subscription, type Harness } from './group-test-support.js';
 import type { JoinGroupResult } from './group-coordinator.js';
 import { recordsIn } from './group-records.js';
 
@@ -60,6 +60,40 @@ describe('JoinGroup and SyncGroup', () => {
     const sync = await h.coordinator.syncGroup({ groupId: 'g', generationId: 1, memberId, groupInstanceId: null, protocolType: 'consumer', protocolName: 'range', assignments: [{ memberId, assignment: A1 }] });
     expect(sync).toEqual({ errorCode: 0, protocolType: 'consumer', protocolName: 'range', assignment: A1 });
     expect(h.coordinator.groupState('g')).toBe('Stable');
+  });
+
+  it('hands out the assignment only once every in-sync replica has it, and on a failure rebalances', async () => {
+    // A store whose appends are replicated when the test says.
+    class Replicated extends MemoryOffsetsStore {
+      private resolveNext: ((code: number) => void)[] = [];
+      replicated(): Promise<number> {
+        return new Promise((resolve) => this.resolveNext.push(resolve));
+      }
+      settle(code: number): void {
+        for (const r of this.resolveNext.splice(0)) r(code);
+      }
+    }
+    const store = new Replicated();
+    const h = harness({ initialRebalanceDelayMs: 0 }, { store });
+    const { memberId, join } = await joinNew(h);
+    h.timer.advance(0);
+    await join;
+    const params = { groupId: 'g', generationId: 1, memberId, groupInstanceId: null, protocolType: 'consumer', protocolName: 'range', assignments: [{ memberId, assignment: A1 }] };
+    const sync = h.coordinator.syncGroup(params);
+    expect((await settled(sync)).done).toBe(false);
+    expect(h.coordinator.groupState('g')).toBe('CompletingRebalance');
+    store.settle(ErrorCode.NONE);
+    expect(await sync).toEqual({ errorCode: 0, protocolType: 'consumer', protocolName: 'range', assignment: A1 });
+    expect(h.coordinator.groupState('g')).toBe('Stable');
+
+    // A new rebalance whose assignment the replicas do not take in time: the member is told, and the group rebalances.
+    const rejoin = h.coordinator.joinGroup(joinParams({ memberId }));
+    h.timer.advance(0);
+    const g2 = await rejoin;
+    const failing = h.coordinator.syncGroup({ ...params, generationId: g2.generationId });
+    store.settle(ErrorCode.REQUEST_TIMED_OUT);
+    expect((await failing).errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    expect(h.coordinator.groupState('g')).toBe('PreparingRebalance');
   });
 
   it('lets joins before v4 in without a member id round trip', async () => {

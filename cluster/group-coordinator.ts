@@ -967,7 +967,10 @@ export class GroupCoordinator {
       stored(error);
       return;
     }
-    void this.store.replicated(shard.partition, this.config.offsetCommitTimeoutMs).then(stored);
+    void this.store
+      .replicated(shard.partition, this.config.offsetCommitTimeoutMs)
+      .then(stored)
+      .catch((err: unknown) => this.log.warn({ group: group.groupId, err }, 'could not hand out the assignment after it was replicated'));
   }
 
   private syncGroupError(group: ClassicGroup, p: SyncGroupParams): number {
@@ -1061,9 +1064,8 @@ export class GroupCoordinator {
   /**
    * OffsetCommit for partitions the caller has checked exist. Every
    * partition gets the group's error when the commit is refused as a whole.
-   * The offsets written count (OffsetFetch, expiry) once every in-sync
-   * replica of the group's partition has them; the caller answers after
-   * replicated() (see api/offset-commit.ts).
+   * The offsets count at once (OffsetFetch, expiry, deletions); the caller
+   * answers only after replicated() (see api/offset-commit.ts).
    */
   commitOffsets(p: OffsetCommitParams): TopicPartitionErrors[] {
     const all = (errorCode: number): TopicPartitionErrors[] =>
@@ -1113,14 +1115,7 @@ export class GroupCoordinator {
       baseOffset = appended.baseOffset;
     }
     if (created) shard.groups.set(p.groupId, group);
-    const apply = (): void => commits.forEach((c, i) => shard.setOffset(p.groupId, c.topic, c.partition, { ...c.offset, recordOffset: baseOffset + BigInt(i) }));
-    // OffsetFetch sees the offsets once every in-sync replica has them, as Kafka's pending commits.
-    if (records.length === 0 || !this.store.replicated) apply();
-    else {
-      void this.store.replicated(shard.partition, this.config.offsetCommitTimeoutMs).then((code) => {
-        if (code === ErrorCode.NONE && this.shardOf(p.groupId) === shard) apply();
-      });
-    }
+    commits.forEach((c, i) => shard.setOffset(p.groupId, c.topic, c.partition, { ...c.offset, recordOffset: baseOffset + BigInt(i) }));
     return answers;
   }
 

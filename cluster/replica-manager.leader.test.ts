@@ -173,4 +173,19 @@ describe('the leader of a replicated partition', () => {
     expect(store.asked[0]).toEqual([1, 2]);
     expect(hw(rm)).toBe(4n);
   });
+
+  it('writes a transaction marker as acks=-1: refused below min.insync.replicas, answered once the ISR has it', async () => {
+    const marker = { producerId: 7n, producerEpoch: 0, coordinatorEpoch: 1, commit: true, partitions: [{ topic: 't', partition: 0 }] };
+    const short = leader([1], { minIsr: 2 });
+    expect(await short.rm.writeMarkers(marker)).toEqual([{ topic: 't', partition: 0, errorCode: ErrorCode.NOT_ENOUGH_REPLICAS }]);
+    expect(short.rm.logFor('t', 0)!.logEndOffset).toBe(0n);
+
+    const { rm } = leader([1, 2], { minIsr: 2 });
+    let answer: unknown = null;
+    const written = rm.writeMarkers(marker).then((r) => (answer = r));
+    await new Promise((r) => setTimeout(r, 30));
+    expect(answer).toBeNull();
+    rm.recordFollowerFetch('t', 0, 2, rm.logFor('t', 0)!.logEndOffset, 5);
+    expect(await written).toEqual([{ topic: 't', partition: 0, errorCode: ErrorCode.NONE }]);
+  });
 });

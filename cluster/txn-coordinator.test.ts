@@ -211,6 +211,32 @@ describe('TransactionCoordinator: transactions', () => {
     expect(h.coordinator.transaction('tx')!.txnStartTimestamp).toBe(h.timer.now());
   });
 
+  it('writes no marker before every in-sync replica has the PrepareCommit, and retries while they do not', async () => {
+    // A store whose partitions are replicated only when the test says: first not in time, then done.
+    class Replicated extends MemoryOffsetsStore {
+      readonly answers: number[] = [ErrorCode.REQUEST_TIMED_OUT];
+      asked = 0;
+      async replicated(): Promise<number> {
+        this.asked++;
+        return this.answers.shift() ?? ErrorCode.NONE;
+      }
+    }
+    const store = new Replicated();
+    const h = harness({}, { store });
+    const { producerId } = await init(h, 'tx');
+    expect(h.coordinator.addPartitions('tx', producerId, 0, [T0])).toBe(ErrorCode.NONE);
+    expect(h.coordinator.endTransaction('tx', producerId, 0, true)).toBe(ErrorCode.NONE);
+    await h.coordinator.markersSettled();
+    // Not replicated in time: no marker yet, the transaction stays prepared.
+    expect(h.markers.calls).toEqual([]);
+    expect(h.coordinator.transaction('tx')!.state).toBe('PrepareCommit');
+    h.timer.advance(1000);
+    await h.coordinator.markersSettled();
+    expect(store.asked).toBe(2);
+    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 0, coordinatorEpoch: 5, commit: true, partitions: [T0] }]);
+    expect(h.coordinator.transaction('tx')!.state).toBe('CompleteCommit');
+  });
+
   it('aborts, and answers a retried EndTxn as Kafka does', async () => {
     const h = harness();
     const { producerId } = await init(h, 'tx');

@@ -2,8 +2,7 @@
  * The group coordinator on a replicated __consumer_offsets, three gregor
  * broker processes on one etcd: an offset commit is answered only once every
  * in-sync replica has it (a stalled follower makes it COORDINATOR_NOT_AVAILABLE
- * after offsets.commit.timeout.ms, and OffsetFetch goes on serving the
- * commit before), and when the coordinator dies its
+ * after offsets.commit.timeout.ms), and when the coordinator dies its
  * partition's new leader serves every acknowledged commit. Skipped where
  * etcd is not installed, except under CI, where that fails the run.
  */
@@ -104,8 +103,6 @@ describe.skipIf(!hasEtcd && !process.env.CI)('the group coordinator on a replica
     expect(Date.now() - t0).toBeGreaterThanOrEqual(COMMIT_TIMEOUT_MS - 50);
     const [held] = (await clusterView(cluster.running.get(coordinator)!.bootstrap, '__consumer_offsets')).partitions;
     expect(held!.isr).toContain(follower);
-    // A commit not answered is not served either.
-    expect(await committed(coordinator, 'g')).toEqual({ errorCode: ErrorCode.NONE, offset: 10n });
 
     // Back, it catches up, and commits are answered again.
     cluster.pause(follower, false);

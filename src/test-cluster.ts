@@ -59,11 +59,12 @@ export class TestCluster {
   /** etcd, then the brokers `ids` at once. `fixedPorts`: a broker started again listens on its first port. */
   static async start(ids: readonly number[], overrides: readonly string[], opts: { fixedPorts?: boolean } = {}): Promise<TestCluster> {
     const c = new TestCluster(await startEtcd(), overrides, opts.fixedPorts ?? false);
-    try {
-      await Promise.all(ids.map((id) => c.start(id)));
-    } catch (err) {
+    // Every start settles before a failure is reported, so that close() stops all that came up.
+    const started = await Promise.allSettled(ids.map((id) => c.start(id)));
+    const failed = started.find((r) => r.status === 'rejected');
+    if (failed) {
       await c.close();
-      throw err;
+      throw failed.reason;
     }
     return c;
   }
@@ -90,11 +91,13 @@ export class TestCluster {
     process.kill(g.pid, 'SIGKILL');
     await g.stop();
     this.running.delete(nodeId);
+    this.paused.delete(nodeId);
   }
 
   /** SIGTERM, and waits for the exit: how long it took, the exit code and what the broker logged. */
   async stop(nodeId: number): Promise<{ ms: number; code: number; output: string }> {
     const g = this.running.get(nodeId)!;
+    if (this.paused.delete(nodeId)) process.kill(g.pid, 'SIGCONT');
     const t0 = Date.now();
     const code = await g.stop();
     this.running.delete(nodeId);
