@@ -352,6 +352,11 @@ export interface StoredPartitionView {
   readonly state: StoredPartition;
 }
 
+/** Each partition of a topic as etcd holds it: the topic key's replicas and reassignments with the partition-state key's states. */
+export function partitionViews(stored: StoredTopic, states: readonly StoredPartition[]): StoredPartitionView[] {
+  return stored.replicas.map((replicas, i) => ({ replicas, reassigning: stored.reassigning?.[String(i)] ?? null, state: states[i]! }));
+}
+
 /** The partition's replicas before its reassignment began. */
 function originalReplicas(p: StoredPartitionView): readonly number[] {
   return p.reassigning?.original ?? p.replicas.filter((r) => !(p.reassigning?.adding ?? []).includes(r));

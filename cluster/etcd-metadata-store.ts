@@ -35,6 +35,7 @@ import {
   electLeaders,
   imageFromEntries,
   imbalancedPartitions,
+  partitionViews,
   placeReplicas,
   reassign,
 } from './etcd-layout.js';
@@ -450,7 +451,7 @@ export class EtcdMetadataStore implements MetadataStore {
         if (!topicEntry || !partsEntry) throw new UnknownTopicError(unknown.message);
         const stored = JSON.parse(topicEntry.value) as StoredTopic;
         const states = JSON.parse(partsEntry.value) as StoredPartition[];
-        const views: StoredPartitionView[] = stored.replicas.map((replicas, i) => ({ replicas, reassigning: stored.reassigning?.[String(i)] ?? null, state: states[i]! }));
+        const views = partitionViews(stored, states);
         const live = new Set(this.current.brokers.keys());
         const answers: { errorCode: number; message: string | null }[] = [];
         const next = [...views];
@@ -929,7 +930,7 @@ export class EtcdMetadataStore implements MetadataStore {
       if (!topicEntry || !partsEntry) continue;
       const stored = JSON.parse(topicEntry.value) as StoredTopic;
       const states = JSON.parse(partsEntry.value) as StoredPartition[];
-      topics.push({ name, partitions: stored.replicas.map((replicas, i) => ({ replicas, reassigning: stored.reassigning?.[String(i)] ?? null, state: states[i]! })) });
+      topics.push({ name, partitions: partitionViews(stored, states) });
     }
     const imbalanced = imbalancedPartitions(topics, live);
     if (imbalanced.length === 0) return;
