@@ -29,6 +29,16 @@ describe('BufferPool', () => {
     expect(d.every((x) => x === 9)).toBe(true);
   });
 
+  it('pools a 4 MiB partition read in the shared fetch pool, reusing its memory once it is given back', () => {
+    const piece = fetchBuffers.take(4 << 20);
+    expect(fetchBuffers.releaserOf(piece)).not.toBeNull();
+    const memory = piece.buffer;
+    fetchBuffers.release(piece);
+    const again = fetchBuffers.take(4 << 20);
+    expect(again.buffer).toBe(memory);
+    fetchBuffers.release(again);
+  });
+
   it('serves a consumer that gives each piece back before taking the next from one slab', () => {
     const pool = new BufferPool(1024, 2);
     const slabs = new Set<ArrayBufferLike>();

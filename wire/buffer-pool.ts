@@ -5,6 +5,11 @@
  * reused one), so reads are carved out of slabs that come back once every
  * piece cut from them has been sent.
  *
+ * Slabs are 8 MiB so that a partition read of up to 4 MiB (the largest
+ * partition_max_bytes common clients ask for) is pooled too: with 4 MiB slabs,
+ * each such read took a fresh buffer, and a one-partition consume of 100 B
+ * records ran at about 9-10M records/s against 16-18M pooled.
+ *
  * A piece is released by whoever sends it, once the socket has taken its
  * bytes (see Writer.attach and the connection's write callback). A piece that
  * is never released is not an error: its slab is simply not reused and goes
@@ -34,8 +39,8 @@ export class BufferPool {
    * @param maxFreeSlabs slabs kept for reuse when idle; more are left to the garbage collector
    */
   constructor(
-    readonly slabBytes = 4 << 20,
-    readonly maxFreeSlabs = 8,
+    readonly slabBytes = 8 << 20,
+    readonly maxFreeSlabs = 4,
   ) {}
 
   /** Slabs waiting for reuse (for tests and metrics). */
