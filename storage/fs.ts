@@ -16,6 +16,7 @@ import {
   constants,
   existsSync,
   fstatSync,
+  fsync as fsyncCallback,
   fsyncSync,
   ftruncateSync,
   mkdirSync,
@@ -39,6 +40,11 @@ export interface Fs {
   /** Reads at `position`; returns the bytes read, fewer at the end of the file. */
   read(fd: number, buf: Buffer, offset: number, length: number, position: number): number;
   fsync(fd: number): void;
+  /**
+   * Fsyncs off the calling thread and calls back when done. Optional: where it
+   * is missing, callers fsync synchronously instead (fakes stay synchronous).
+   */
+  fsyncAsync?(fd: number, cb: (err: Error | null) => void): void;
   ftruncate(fd: number, length: number): void;
   size(fd: number): number;
   rename(from: string, to: string): void;
@@ -63,6 +69,7 @@ export const nodeFs: Fs = {
   write: (fd, buf, offset, length, position) => writeSync(fd, buf, offset, length, position),
   read: (fd, buf, offset, length, position) => readSync(fd, buf, offset, length, position),
   fsync: (fd) => fsyncSync(fd),
+  fsyncAsync: (fd, cb) => fsyncCallback(fd, (err) => cb(err)),
   ftruncate: (fd, length) => ftruncateSync(fd, length),
   size: (fd) => fstatSync(fd).size,
   rename: (from, to) => renameSync(from, to),

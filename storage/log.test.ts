@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
 import { Compression, buildBatch, readBatchHeader } from '../wire/record-batch.js';
 import { seededRandom } from '../wire/seeded-random.js';
-import { FaultyFs } from './fs.js';
+import { FaultyFs, type Fs, nodeFs } from './fs.js';
+import { readPartitionCheckpoint } from './checkpoint.js';
 import { logConfig } from './log-config.js';
 import { validateAndAssignOffsets } from './log-validator.js';
 import { type AppendInfo, CLEAN_SHUTDOWN_FILE, PartitionLog, StorageError, readRanges } from './log.js';
@@ -663,5 +664,86 @@ describe('offsetForTimestamp, as Kafka answers ListOffsets by time', () => {
     now = 70_000;
     appendOk(log, timed([60_000n])); // 4
     expect(log.offsetForTimestamp(50_001n)).toEqual({ offset: 4n, timestamp: 60_000n });
+  });
+});
+
+describe('rolled segments sync in the background', () => {
+  /** nodeFs whose background fsyncs wait until the test releases them, and which records the paths fsynced on the loop. */
+  function deferredFs() {
+    const paths = new Map<number, string>();
+    const synced: string[] = [];
+    const held: { path: string; run: (err?: Error) => void }[] = [];
+    const fs: Fs = {
+      ...nodeFs,
+      open: (path, mode) => {
+        const fd = nodeFs.open(path, mode);
+        paths.set(fd, path);
+        return fd;
+      },
+      fsync: (fd) => {
+        synced.push(paths.get(fd) ?? '?');
+        nodeFs.fsync(fd);
+      },
+      fsyncAsync: (fd, cb) => {
+        held.push({
+          path: paths.get(fd) ?? '?',
+          run: (err) => {
+            if (err) return cb(err);
+            try {
+              nodeFs.fsync(fd);
+            } catch (e) {
+              return cb(e as Error); // EBADF once the log closed the file, as fs.fsync would call back
+            }
+            cb(null);
+          },
+        });
+      },
+    };
+    return { fs, synced, held };
+  }
+
+  function rolled(fs: Fs) {
+    const dir = tempDir();
+    const size = batch(2).length;
+    const log = open(dir, logConfig({ segmentBytes: size * 3 }), { fs });
+    for (let i = 0; i < 4; i++) appendOk(log, batch(2));
+    expect(log.segmentBaseOffsets()).toEqual([0n, 6n]);
+    return { dir, log };
+  }
+
+  it('a roll leaves the old segment to a background fsync; the recovery point moves once it is done', () => {
+    const { fs, synced, held } = deferredFs();
+    const { dir, log } = rolled(fs);
+    const oldLog = join(dir, segmentFileName(0n, '.log'));
+    expect(synced).not.toContain(oldLog);
+    expect(held.map((h) => h.path)).toEqual([oldLog]);
+    expect(readPartitionCheckpoint(fs, dir)?.recoveryPoint ?? 0n).toBe(0n);
+    held[0]!.run();
+    expect(readPartitionCheckpoint(fs, dir)?.recoveryPoint).toBe(6n);
+    expect(log.isOffline).toBe(false);
+  });
+
+  it('a failed background fsync takes the log offline', () => {
+    const { fs, held } = deferredFs();
+    const { log } = rolled(fs);
+    held[0]!.run(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }));
+    expect(log.isOffline).toBe(true);
+    expect(() => log.append(batch(1))).toThrow(StorageError);
+  });
+
+  it('flush and close sync a rolled segment whose background fsync has not finished', () => {
+    const { fs, synced, held } = deferredFs();
+    const { dir, log } = rolled(fs);
+    const oldLog = join(dir, segmentFileName(0n, '.log'));
+    log.flush();
+    expect(synced).toContain(oldLog);
+    for (let i = 0; i < 3; i++) appendOk(log, batch(2));
+    expect(log.segmentBaseOffsets()).toEqual([0n, 6n, 12n]);
+    synced.length = 0;
+    log.close();
+    expect(synced).toContain(join(dir, segmentFileName(6n, '.log')));
+    // The late callbacks change nothing.
+    for (const h of held) h.run();
+    expect(readPartitionCheckpoint(fs, dir)?.recoveryPoint).toBe(14n);
   });
 });

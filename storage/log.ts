@@ -283,6 +283,8 @@ export class PartitionLog {
   private recoveryPoint: bigint;
   private offlineCause: StorageError | null = null;
   private closed = false;
+  /** Rolled segments whose fsync runs in the background (see rollAt). */
+  private readonly rolledUnsynced = new Set<LogSegment>();
   private unflushedMessages = 0;
   private oldestUnflushedMs: number | null = null;
   private readonly fs: Fs;
@@ -1200,20 +1202,24 @@ export class PartitionLog {
    */
   roll(): bigint {
     this.checkWritable();
-    if (this.active.size > 0) this.guard('roll', () => this.rollAt(this.logEndOffset));
+    if (this.active.size > 0) this.guard('roll', () => this.rollAt(this.logEndOffset, true));
     return this.active.baseOffset;
   }
 
   /**
-   * Fsyncs the active segment and its indexes; the recovery point becomes the
-   * log end offset. Older segments were synced when they were rolled.
+   * Fsyncs the active segment and its indexes, and any rolled segment whose
+   * background sync has not finished; the recovery point becomes the log end
+   * offset.
    *
    * Example: after appends up to 10n with flush.messages at its default,
    * flush() makes offsets 0..9 survive a power cut.
    */
   flush(): void {
     this.checkWritable();
-    this.guard('flush', () => this.active.flush());
+    this.guard('flush', () => {
+      this.syncRolled();
+      this.active.flush();
+    });
     this.recoveryPoint = this.logEndOffset;
     this.unflushedMessages = 0;
     this.oldestUnflushedMs = null;
@@ -1266,6 +1272,7 @@ export class PartitionLog {
     try {
       if (!this.offlineCause) {
         this.active.onBecomeInactive();
+        this.syncRolled();
         this.active.flush();
         this.recoveryPoint = this.logEndOffset;
         // A snapshot at the log end spares the next open a replay of the log.
@@ -1414,19 +1421,77 @@ export class PartitionLog {
   }
 
   /** Syncs and seals the active segment and starts a new one at `baseOffset`. */
-  private rollAt(baseOffset: bigint): void {
+  /**
+   * Starts the segment at `baseOffset`. With `syncOld` the old one is synced
+   * first; otherwise it is synced off the event loop, as Kafka flushes a
+   * rolled segment on its scheduler thread: an fsync of up to segment.bytes
+   * of dirty pages took about half a second on this loop and stalled every
+   * partition. The recovery point moves once it is done.
+   */
+  private rollAt(baseOffset: bigint, syncOld = false): void {
     const old = this.active;
     old.onBecomeInactive();
-    old.flush();
+    if (syncOld) old.flush();
     const fresh = LogSegment.create(this.fs, this.dir, baseOffset, this.config, this.now());
     this.segments.push(fresh);
     // The producer state at the new base, so that recovering the new segment need not replay older ones.
     this.producers.updateMapEndOffset(baseOffset);
     this.producers.takeSnapshot();
     this.fs.syncDir(this.dir);
-    // The old segment was synced in full: everything below the new one is durable.
+    if (syncOld) {
+      // The old segment was synced in full: everything below the new one is durable.
+      this.recoveryPoint = old.nextOffset;
+      this.writeCheckpoint();
+      return;
+    }
+    // An Fs without a background fsync calls back at once: then the roll is synchronous, errors included.
+    let inline = true;
+    let inlineResult: { err: Error | null } | null = null;
+    old.fsyncLogAsync((err) => {
+      if (inline) inlineResult = { err };
+      else this.rolledSynced(old, err);
+    });
+    inline = false;
+    if (inlineResult === null) {
+      this.rolledUnsynced.add(old);
+      return;
+    }
+    const { err } = inlineResult as { err: Error | null };
+    if (err !== null) throw err;
+    old.flushIndexes();
     this.recoveryPoint = old.nextOffset;
     this.writeCheckpoint();
+  }
+
+  /** The background fsync of a rolled segment is done: its indexes follow, then the recovery point. */
+  private rolledSynced(seg: LogSegment, err: Error | null): void {
+    // Synced meanwhile by flush() or close(), or gone (retention, truncation, compaction), or active again.
+    if (!this.rolledUnsynced.delete(seg) || this.closed || this.offlineCause !== null) return;
+    if (seg === this.active || !this.segments.includes(seg)) return;
+    try {
+      this.guard('flush', () => {
+        if (err !== null) throw err;
+        seg.flushIndexes();
+        this.advanceRecoveryPoint();
+      });
+    } catch {
+      // The log is offline now (guard); the next append reports it.
+    }
+  }
+
+  /** Everything below the oldest segment not known to be synced is durable. */
+  private advanceRecoveryPoint(): void {
+    let upTo = this.active.baseOffset;
+    for (const seg of this.rolledUnsynced) if (seg.baseOffset < upTo) upTo = seg.baseOffset;
+    if (upTo <= this.recoveryPoint) return;
+    this.recoveryPoint = upTo;
+    this.writeCheckpoint();
+  }
+
+  /** Syncs the rolled segments whose background fsync has not finished (before a flush or close). */
+  private syncRolled(): void {
+    for (const seg of this.rolledUnsynced) if (seg !== this.active && this.segments.includes(seg)) seg.flush();
+    this.rolledUnsynced.clear();
   }
 
   private writeCheckpoint(): void {

@@ -74,6 +74,22 @@ export class LogFile {
     this.check();
     this.fs.fsync(this.fd);
   }
+  /** fsync() off the event loop where the Fs can; `cb` gets the error, if any. */
+  fsyncAsync(cb: (err: Error | null) => void): void {
+    this.check();
+    const async = this.fs.fsyncAsync;
+    if (async !== undefined) {
+      async.call(this.fs, this.fd, cb);
+      return;
+    }
+    let failure: Error | null = null;
+    try {
+      this.fs.fsync(this.fd);
+    } catch (err) {
+      failure = err as Error;
+    }
+    cb(failure);
+  }
   size(): number {
     this.check();
     return this.fs.size(this.fd);
@@ -735,6 +751,16 @@ export class LogSegment {
 
   flush(): void {
     this.file.fsync();
+    this.flushIndexes();
+  }
+
+  /** Fsyncs the log file off the event loop where the Fs can (then flushIndexes() completes a flush). */
+  fsyncLogAsync(cb: (err: Error | null) => void): void {
+    this.file.fsyncAsync(cb);
+  }
+
+  /** Writes out and fsyncs the indexes (flush() without the log file). */
+  flushIndexes(): void {
     this.offsetIndex.flush();
     this.timeIndex.flush();
     this.txnIndex.flush();
