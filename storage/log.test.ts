@@ -5,7 +5,7 @@ import { ErrorCode } from '../wire/errors.js';
 import { Compression, buildBatch, readBatchHeader } from '../wire/record-batch.js';
 import { seededRandom } from '../wire/seeded-random.js';
 import { FaultyFs, type Fs, nodeFs } from './fs.js';
-import { readPartitionCheckpoint } from './checkpoint.js';
+import { PARTITION_CHECKPOINT_FILE, readPartitionCheckpoint } from './checkpoint.js';
 import { logConfig } from './log-config.js';
 import { validateAndAssignOffsets } from './log-validator.js';
 import { type AppendInfo, CLEAN_SHUTDOWN_FILE, PartitionLog, StorageError, readRanges } from './log.js';
@@ -260,6 +260,31 @@ describe('PartitionLog worked examples', () => {
     log.checkpoint();
     const reopened = open(dir, small, { fs: new FaultyFs() }); // unclean: not closed
     expect(reopened.highWatermark).toBe(10n);
+  });
+
+  it('a periodic checkpoint rewrites the file only when a value changed', () => {
+    const dir = tempDir();
+    let writes = 0;
+    const fs: Fs = {
+      ...nodeFs,
+      open: (path, mode) => {
+        if (path.endsWith(`${PARTITION_CHECKPOINT_FILE}.tmp`)) writes++;
+        return nodeFs.open(path, mode);
+      },
+    };
+    const log = open(dir, small, { fs });
+    appendOk(log, batch(10));
+    log.updateHighWatermark(4n);
+    log.checkpoint();
+    const first = writes;
+    expect(first).toBeGreaterThan(0);
+    log.checkpoint();
+    log.checkpoint();
+    expect(writes).toBe(first);
+    log.updateHighWatermark(6n);
+    log.checkpoint();
+    expect(writes).toBe(first + 1);
+    expect(readPartitionCheckpoint(fs, dir)?.highWatermark).toBe(6n);
   });
 });
 

@@ -283,6 +283,8 @@ export class PartitionLog {
   private recoveryPoint: bigint;
   private offlineCause: StorageError | null = null;
   private closed = false;
+  /** What the checkpoint file holds, as last written by this log; null before its first write. */
+  private checkpointed: { recoveryPoint: bigint; logStartOffset: bigint; highWatermark: bigint } | null = null;
   /** Rolled segments whose fsync runs in the background (see rollAt). */
   private readonly rolledUnsynced = new Set<LogSegment>();
   private unflushedMessages = 0;
@@ -1248,13 +1250,18 @@ export class PartitionLog {
   /**
    * Writes the recovery point, log start offset and high watermark
    * checkpoint; for a periodic timer (the high watermark is otherwise only
-   * written on roll, truncation, DeleteRecords and close).
+   * written on roll, truncation, DeleteRecords and close). Nothing is written
+   * when the file already holds these values.
    *
    * Example: after updateHighWatermark(7n), checkpoint() and a crash, the log
    * reopens with highWatermark 7n.
    */
   checkpoint(): void {
     this.checkWritable();
+    // An idle partition's checkpoint is already on disk: with thousands of partitions, rewriting
+    // each (two fsyncs, about half a millisecond) would stall the event loop for seconds per tick.
+    const last = this.checkpointed;
+    if (last !== null && last.recoveryPoint === this.recoveryPoint && last.logStartOffset === this._logStartOffset && last.highWatermark === this._highWatermark) return;
     this.guard('checkpoint', () => this.writeCheckpoint());
   }
 
@@ -1495,11 +1502,9 @@ export class PartitionLog {
   }
 
   private writeCheckpoint(): void {
-    writePartitionCheckpoint(this.fs, this.dir, {
-      recoveryPoint: this.recoveryPoint,
-      logStartOffset: this._logStartOffset,
-      highWatermark: this._highWatermark,
-    });
+    const cp = { recoveryPoint: this.recoveryPoint, logStartOffset: this._logStartOffset, highWatermark: this._highWatermark };
+    writePartitionCheckpoint(this.fs, this.dir, cp);
+    this.checkpointed = cp;
   }
 
   private checkWritable(): void {
