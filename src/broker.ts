@@ -23,6 +23,7 @@ import { loadOrCreateIdentity, lockDataDir, type DirIdentity } from '../storage/
 import { HANDLERS, advertisedVersions, handlerTable } from '../api/registry.js';
 import { groupCoordinatorConfig, transactionCoordinatorConfig, type BrokerServices, type BrokerSettings } from '../api/handler.js';
 import { Connection, type Dispatch } from './connection.js';
+import { fetchBuffers } from '../wire/buffer-pool.js';
 import { CONFIG_DEFS, type BrokerConfig, type ListenerSpec } from './config.js';
 
 export class StartError extends Error {}
@@ -32,6 +33,10 @@ interface Bound {
   readonly server: Server;
   readonly port: number;
 }
+
+/** Free fetch-buffer slabs kept once nothing fetched for a trim interval (see BufferPool.trimIdle). */
+const POOL_SLABS_KEPT_IDLE = 2;
+const POOL_TRIM_INTERVAL_MS = 30_000;
 
 export class Broker {
   private readonly connections = new Set<Connection>();
@@ -53,7 +58,12 @@ export class Broker {
     private readonly transactions: TransactionCoordinator,
     private readonly fetchers: ReplicaFetchers,
     private readonly unlock: () => void,
-  ) {}
+  ) {
+    this.poolTrim.unref();
+  }
+
+  /** Memory kept for a burst of fetches goes once consumers have been idle for a while. */
+  private readonly poolTrim = setInterval(() => fetchBuffers.trimIdle(POOL_SLABS_KEPT_IDLE), POOL_TRIM_INTERVAL_MS);
 
   /** host:port of the first listener as bound (the real port when 0 was asked for). */
   get listenAddress(): string {
@@ -239,6 +249,7 @@ export class Broker {
         else this.log.warn({ ms, partitions: leading }, 'controlled shutdown: shutdown.timeout.ms ran out before leadership moved; stopping anyway');
       }
       this.draining = true;
+      clearInterval(this.poolTrim);
       const closed = Promise.all(this.bound.map((b) => new Promise<void>((res) => b.server.close(() => res()))));
       // Long-polling fetches answer now instead of holding the drain up to their max_wait_ms,
       // and so do parked JoinGroup and SyncGroup requests (NOT_COORDINATOR), whose timers stop.

@@ -39,6 +39,18 @@ describe('BufferPool', () => {
     fetchBuffers.release(again);
   });
 
+  it('trimIdle keeps free slabs while pieces are being taken, and drops all but `keep` once idle', () => {
+    const pool = new BufferPool(1024, 8);
+    // Two pieces of 400 bytes (448 aligned) fit a slab: 17 fill eight slabs and start a ninth.
+    const pieces = Array.from({ length: 17 }, () => pool.take(400));
+    for (const p of pieces) pool.release(p);
+    expect(pool.freeSlabs).toBe(8);
+    pool.trimIdle(2); // pieces were taken since the last trim: nothing goes
+    expect(pool.freeSlabs).toBe(8);
+    pool.trimIdle(2);
+    expect(pool.freeSlabs).toBe(2);
+  });
+
   it('serves a consumer that gives each piece back before taking the next from one slab', () => {
     const pool = new BufferPool(1024, 2);
     const slabs = new Set<ArrayBufferLike>();
