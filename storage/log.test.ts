@@ -756,6 +756,39 @@ describe('rolled segments sync in the background', () => {
     expect(() => log.append(batch(1))).toThrow(StorageError);
   });
 
+  it('a segment rolled again after a truncation waits for its second fsync', () => {
+    const { fs, held } = deferredFs();
+    const { dir, log } = rolled(fs);
+    log.truncateTo(4n); // a follower's truncation: segment 0 is active again
+    expect(log.segmentBaseOffsets()).toEqual([0n]);
+    appendOk(log, batch(2));
+    appendOk(log, batch(2));
+    expect(log.segmentBaseOffsets()).toEqual([0n, 6n]);
+    expect(held.map((h) => h.path)).toEqual([join(dir, segmentFileName(0n, '.log')), join(dir, segmentFileName(0n, '.log'))]);
+    held[0]!.run(); // the first fsync may have run before the bytes appended since
+    expect(readPartitionCheckpoint(fs, dir)?.recoveryPoint ?? 0n).toBe(0n);
+    held[1]!.run();
+    expect(readPartitionCheckpoint(fs, dir)?.recoveryPoint).toBe(6n);
+  });
+
+  it('a failed background fsync takes the log offline even when a flush synced the segment since', () => {
+    const { fs, held } = deferredFs();
+    const { log } = rolled(fs);
+    log.flush(); // its fsync succeeds: the kernel reported the write-back error to the first fsync only
+    held[0]!.run(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }));
+    expect(log.isOffline).toBe(true);
+  });
+
+  it('an explicit roll syncs the segments still syncing in the background before moving the recovery point', () => {
+    const { fs, synced } = deferredFs();
+    const { dir, log } = rolled(fs);
+    appendOk(log, batch(2));
+    log.roll();
+    expect(synced).toContain(join(dir, segmentFileName(0n, '.log')));
+    expect(synced).toContain(join(dir, segmentFileName(6n, '.log')));
+    expect(readPartitionCheckpoint(fs, dir)?.recoveryPoint).toBe(10n);
+  });
+
   it('flush and close sync a rolled segment whose background fsync has not finished', () => {
     const { fs, synced, held } = deferredFs();
     const { dir, log } = rolled(fs);

@@ -285,8 +285,12 @@ export class PartitionLog {
   private closed = false;
   /** What the checkpoint file holds, as last written by this log; null before its first write. */
   private checkpointed: { recoveryPoint: bigint; logStartOffset: bigint; highWatermark: bigint } | null = null;
-  /** Rolled segments whose fsync runs in the background (see rollAt). */
-  private readonly rolledUnsynced = new Set<LogSegment>();
+  /**
+   * Rolled segments whose fsync runs in the background (see rollAt), each with
+   * a token of its roll: a segment rolled again (after a truncation made it
+   * active) must wait for its second fsync, not be marked synced by the first.
+   */
+  private readonly rolledUnsynced = new Map<LogSegment, object>();
   private unflushedMessages = 0;
   private oldestUnflushedMs: number | null = null;
   private readonly fs: Fs;
@@ -1250,8 +1254,9 @@ export class PartitionLog {
   /**
    * Writes the recovery point, log start offset and high watermark
    * checkpoint; for a periodic timer (the high watermark is otherwise only
-   * written on roll, truncation, DeleteRecords and close). Nothing is written
-   * when the file already holds these values.
+   * written when a rolled segment's sync completes, on truncation,
+   * DeleteRecords and close). Nothing is written when the file already holds
+   * these values.
    *
    * Example: after updateHighWatermark(7n), checkpoint() and a crash, the log
    * reopens with highWatermark 7n.
@@ -1438,7 +1443,11 @@ export class PartitionLog {
   private rollAt(baseOffset: bigint, syncOld = false): void {
     const old = this.active;
     old.onBecomeInactive();
-    if (syncOld) old.flush();
+    if (syncOld) {
+      // The recovery point below moves past every older segment too.
+      this.syncRolled();
+      old.flush();
+    }
     const fresh = LogSegment.create(this.fs, this.dir, baseOffset, this.config, this.now());
     this.segments.push(fresh);
     // The producer state at the new base, so that recovering the new segment need not replay older ones.
@@ -1454,13 +1463,14 @@ export class PartitionLog {
     // An Fs without a background fsync calls back at once: then the roll is synchronous, errors included.
     let inline = true;
     let inlineResult: { err: Error | null } | null = null;
+    const token = {};
     old.fsyncLogAsync((err) => {
       if (inline) inlineResult = { err };
-      else this.rolledSynced(old, err);
+      else this.rolledSynced(old, token, err);
     });
     inline = false;
     if (inlineResult === null) {
-      this.rolledUnsynced.add(old);
+      this.rolledUnsynced.set(old, token);
       return;
     }
     const { err } = inlineResult as { err: Error | null };
@@ -1471,14 +1481,32 @@ export class PartitionLog {
   }
 
   /** The background fsync of a rolled segment is done: its indexes follow, then the recovery point. */
-  private rolledSynced(seg: LogSegment, err: Error | null): void {
-    // Synced meanwhile by flush() or close(), or gone (retention, truncation, compaction), or active again.
-    if (!this.rolledUnsynced.delete(seg) || this.closed || this.offlineCause !== null) return;
-    if (seg === this.active || !this.segments.includes(seg)) return;
+  private rolledSynced(seg: LogSegment, token: object, err: Error | null): void {
+    const current = this.rolledUnsynced.get(seg) === token;
+    if (current) this.rolledUnsynced.delete(seg);
+    const ours = this.segments.includes(seg);
+    if (err !== null) {
+      // Linux reports a writeback error once per open file: a later fsync of this segment would
+      // succeed over the lost pages. So the error counts even when a flush synced the segment since.
+      if (!ours || this.offlineCause !== null) return;
+      this.offlineCause = new StorageError(`background flush of ${seg.file.path} failed in ${this.dir}: ${err.message}`, { cause: err });
+      // Closed already: without the clean-shutdown marker the next open checks the segments.
+      if (this.closed) {
+        try {
+          const marker = join(this.dir, CLEAN_SHUTDOWN_FILE);
+          if (this.fs.exists(marker)) this.fs.unlink(marker);
+        } catch {
+          // The directory is gone or unwritable: the disk has failed anyway.
+        }
+      }
+      return;
+    }
+    if (this.closed || this.offlineCause !== null) return;
     try {
       this.guard('flush', () => {
-        if (err !== null) throw err;
-        seg.flushIndexes();
+        // Rolled again since (its newer fsync decides), synced by a flush, active again, or gone:
+        // only the recovery point may move, past segments that are out of the way.
+        if (current && ours && seg !== this.active) seg.flushIndexes();
         this.advanceRecoveryPoint();
       });
     } catch {
@@ -1489,15 +1517,15 @@ export class PartitionLog {
   /** Everything below the oldest segment not known to be synced is durable. */
   private advanceRecoveryPoint(): void {
     let upTo = this.active.baseOffset;
-    for (const seg of this.rolledUnsynced) if (seg.baseOffset < upTo) upTo = seg.baseOffset;
+    for (const seg of this.rolledUnsynced.keys()) if (seg.baseOffset < upTo && this.segments.includes(seg)) upTo = seg.baseOffset;
     if (upTo <= this.recoveryPoint) return;
     this.recoveryPoint = upTo;
     this.writeCheckpoint();
   }
 
-  /** Syncs the rolled segments whose background fsync has not finished (before a flush or close). */
+  /** Syncs the rolled segments whose background fsync has not finished (before a flush, close or explicit roll). */
   private syncRolled(): void {
-    for (const seg of this.rolledUnsynced) if (seg !== this.active && this.segments.includes(seg)) seg.flush();
+    for (const seg of this.rolledUnsynced.keys()) if (seg !== this.active && this.segments.includes(seg)) seg.flush();
     this.rolledUnsynced.clear();
   }
 

@@ -48,6 +48,8 @@ export function parseSegmentFileName(name: string): bigint | null {
 /** An open segment file. Reads after close throw instead of reaching a reused descriptor. */
 export class LogFile {
   private open = true;
+  /** Background fsyncs not called back yet: the descriptor stays open until then, so none reaches a reused one. */
+  private inFlight = 0;
   constructor(
     readonly fs: Fs,
     readonly path: string,
@@ -79,7 +81,11 @@ export class LogFile {
     this.check();
     const async = this.fs.fsyncAsync;
     if (async !== undefined) {
-      async.call(this.fs, this.fd, cb);
+      this.inFlight++;
+      async.call(this.fs, this.fd, (err) => {
+        if (--this.inFlight === 0 && !this.open) this.fs.close(this.fd);
+        cb(err);
+      });
       return;
     }
     let failure: Error | null = null;
@@ -97,7 +103,7 @@ export class LogFile {
   close(): void {
     if (!this.open) return;
     this.open = false;
-    this.fs.close(this.fd);
+    if (this.inFlight === 0) this.fs.close(this.fd);
   }
   private check(): void {
     if (!this.open) throw new Error(`${this.path} is closed (the segment was deleted or the log closed)`);
