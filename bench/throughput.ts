@@ -12,7 +12,9 @@
  * about 16 KiB for one partition each, round-robin) run for a warm-up and a
  * measured window; the consume scenario of the same shape then reads that
  * topic from offset 0 to what was acknowledged, in passes until enough time
- * has gone by. `--bootstrap` drives an already running broker (subject
+ * has gone by. Before each produce scenario the dirty pages of earlier ones are
+ * written back (`sync`), so that no scenario is throttled by the writeback of
+ * the one before. `--bootstrap` drives an already running broker (subject
  * 'external') instead, e.g. one started under `node --cpu-prof`.
  *
  * `--record-size` and `--partitions` replace the mode's shapes by that one
@@ -25,6 +27,7 @@
  *
  * Example: const rows = await run({ quick: true, kafka: false, log: console.error });
  */
+import { execFileSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -185,6 +188,7 @@ async function measureSubject(b: RunningBroker, subject: string, mode: Mode, t: 
     await createTopic(b.host, b.port, topic, shape.partitions);
     const ready = await awaitWritable(b.host, b.port, topic, shape.partitions, shape.recordSize);
     const settings = settingsFor(t, shape.recordSize);
+    log(`  ${subject}: ${settleWriteback()}`);
     const p = await produceLoad(b.host, b.port, { ...settings, topic, partitions: shape.partitions, warmupMs: mode.warmupMs, durationMs: t.produceMs ?? mode.produceMs });
     const pScenario = produceScenario(t.acks, shape);
     const refused = describeErrors(ready.refusals);
@@ -224,6 +228,18 @@ async function measureSubject(b: RunningBroker, subject: string, mode: Mode, t: 
     rows.push(...rates(cScenario, subject, rps, mbps, note));
   }
   return rows;
+}
+
+/**
+ * Writes back the dirty pages earlier scenarios left (the `sync` command) before a
+ * produce scenario: a produce run of a few gigabytes leaves the kernel writing
+ * back for seconds after it, and that writeback throttled the writes of
+ * whichever scenario came next, whoever the subject. Returns a line for the log.
+ */
+function settleWriteback(): string {
+  const t0 = performance.now();
+  execFileSync('sync');
+  return `dirty pages written back before the scenario (sync: ${Math.round(performance.now() - t0)} ms)`;
 }
 
 /** fs.writeSync of the generator's batch, one call per batch, into a fresh temporary file. */
@@ -327,6 +343,7 @@ async function measure(opts: BenchOptions, t: Tuning): Promise<BenchRow[]> {
     rows.push(...(await measureSubject(sink.broker, 'null sink', mode, t, log)));
     if (baselines) {
       for (const size of sizes) {
+        log(`  plain write: ${settleWriteback()}`);
         const w = plainWrite(size, batchRecords(t, size), mode.baselineMs);
         const l = await loopbackTcp(sink.discardPort, size, batchRecords(t, size), mode.baselineMs);
         log(`  baselines ${sizeLabel(size)}: plain write ${Math.round(w.recordsPerSec).toLocaleString('en-US')} records/s; loopback tcp ${Math.round(l.recordsPerSec).toLocaleString('en-US')} records/s`);
