@@ -43,6 +43,8 @@ export class Broker {
   private stopping: Promise<void> | null = null;
   /** Set once a stop no longer takes new connections (after the controlled shutdown). */
   private draining = false;
+  /** Memory kept for a burst of fetches goes once consumers have been idle for a while. */
+  private readonly poolTrim = setInterval(() => fetchBuffers.trimIdle(POOL_SLABS_KEPT_IDLE), POOL_TRIM_INTERVAL_MS);
 
   private constructor(
     readonly config: BrokerConfig,
@@ -61,9 +63,6 @@ export class Broker {
   ) {
     this.poolTrim.unref();
   }
-
-  /** Memory kept for a burst of fetches goes once consumers have been idle for a while. */
-  private readonly poolTrim = setInterval(() => fetchBuffers.trimIdle(POOL_SLABS_KEPT_IDLE), POOL_TRIM_INTERVAL_MS);
 
   /** host:port of the first listener as bound (the real port when 0 was asked for). */
   get listenAddress(): string {

@@ -1432,7 +1432,6 @@ export class PartitionLog {
     return found;
   }
 
-  /** Syncs and seals the active segment and starts a new one at `baseOffset`. */
   /**
    * Starts the segment at `baseOffset`. With `syncOld` the old one is synced
    * first; otherwise it is synced off the event loop, as Kafka flushes a
@@ -1454,13 +1453,18 @@ export class PartitionLog {
     this.producers.updateMapEndOffset(baseOffset);
     this.producers.takeSnapshot();
     this.fs.syncDir(this.dir);
-    if (syncOld) {
-      // The old segment was synced in full: everything below the new one is durable.
-      this.recoveryPoint = old.nextOffset;
-      this.writeCheckpoint();
-      return;
-    }
-    // An Fs without a background fsync calls back at once: then the roll is synchronous, errors included.
+    if (!syncOld && !this.syncInBackground(old)) return;
+    // The old segment was synced in full: everything below the new one is durable.
+    this.recoveryPoint = old.nextOffset;
+    this.writeCheckpoint();
+  }
+
+  /**
+   * Starts the fsync of a rolled segment off the event loop (rolledSynced
+   * finishes it). An Fs without a background fsync calls back at once: then
+   * the sync is done here, errors thrown, and the result is true.
+   */
+  private syncInBackground(old: LogSegment): boolean {
     let inline = true;
     let inlineResult: { err: Error | null } | null = null;
     const token = {};
@@ -1471,13 +1475,12 @@ export class PartitionLog {
     inline = false;
     if (inlineResult === null) {
       this.rolledUnsynced.set(old, token);
-      return;
+      return false;
     }
     const { err } = inlineResult as { err: Error | null };
     if (err !== null) throw err;
     old.flushIndexes();
-    this.recoveryPoint = old.nextOffset;
-    this.writeCheckpoint();
+    return true;
   }
 
   /** The background fsync of a rolled segment is done: its indexes follow, then the recovery point. */
