@@ -285,6 +285,11 @@ describe('PartitionLog worked examples', () => {
     log.checkpoint();
     expect(writes).toBe(first + 1);
     expect(readPartitionCheckpoint(fs, dir)?.highWatermark).toBe(6n);
+    log.close();
+    const reopened = open(dir, small, { fs });
+    const afterOpen = writes;
+    reopened.checkpoint(); // a clean shutdown left the same values in the file
+    expect(writes).toBe(afterOpen);
   });
 });
 

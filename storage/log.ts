@@ -404,6 +404,8 @@ export class PartitionLog {
         producers,
       );
       log.loadProducerState(clean, recovered.filter((seg) => segments.includes(seg)));
+      // What the file holds: after a clean shutdown, the first periodic checkpoint has nothing to write.
+      log.checkpointed = checkpoint;
       if (clean) {
         // From here on a crash must lead to recovery.
         fs.unlink(markerPath);
