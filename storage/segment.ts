@@ -83,7 +83,13 @@ export class LogFile {
     if (async !== undefined) {
       this.inFlight++;
       async.call(this.fs, this.fd, (err) => {
-        if (--this.inFlight === 0 && !this.open) this.fs.close(this.fd);
+        if (--this.inFlight === 0 && !this.open) {
+          try {
+            this.fs.close(this.fd);
+          } catch {
+            // Closed for good either way; a throw here would escape into libuv's callback.
+          }
+        }
         cb(err);
       });
       return;
