@@ -12,7 +12,7 @@
 import { ErrorCode } from '../wire/errors.js';
 import { AddOffsetsToTxnRequest } from '../wire/messages/add-offsets-to-txn-request.js';
 import { AddOffsetsToTxnResponse } from '../wire/messages/add-offsets-to-txn-response.js';
-import { GROUP_METADATA_TOPIC } from '../cluster/group-partition.js';
+import { GROUP_METADATA_TOPIC } from '../cluster/coordinator/partition-for.js';
 import { defineHandler } from './handler.js';
 
 const PRODUCER_FENCED_VERSION = 2;

@@ -10,7 +10,7 @@
  * A transaction naming a partition that does not exist adds nothing: those
  * partitions answer UNKNOWN_TOPIC_OR_PARTITION and the others
  * OPERATION_NOT_ATTEMPTED. Otherwise every partition of the transaction
- * carries the coordinator's answer (see cluster/txn-coordinator.ts).
+ * carries the coordinator's answer (see cluster/txn/txn-coordinator.ts).
  *
  * Not implemented: authorization (Kafka's TRANSACTIONAL_ID and TOPIC ACLs,
  * and CLUSTER_ACTION for v4+).
@@ -22,7 +22,7 @@ import {
   type AddPartitionsToTxnResult,
   type AddPartitionsToTxnTopicResult,
 } from '../wire/messages/add-partitions-to-txn-response.js';
-import { hasPartition } from '../cluster/metadata-image.js';
+import { hasPartition } from '../cluster/metadata/metadata-image.js';
 import { defineHandler, type RequestContext } from './handler.js';
 
 const PRODUCER_FENCED_VERSION = 2;

@@ -11,7 +11,7 @@
  *   bad value INVALID_CONFIG (storage/topic-config.ts);
  * - BROKER: "" is the cluster-wide default, else this broker's id; configs
  *   gregor cannot change at run time, and bad values, are INVALID_REQUEST
- *   (cluster/broker-configs.ts). Names Kafka does not know are stored, as
+ *   (cluster/metadata/broker-configs.ts). Names Kafka does not know are stored, as
  *   Kafka stores them;
  * - BROKER_LOGGER is INVALID_REQUEST here (IncrementalAlterConfigs sets log
  *   levels), as is any type other than TOPIC and BROKER.

@@ -17,7 +17,7 @@
 import { ErrorCode } from '../wire/errors.js';
 import { AlterPartitionReassignmentsRequest } from '../wire/messages/alter-partition-reassignments-request.js';
 import { AlterPartitionReassignmentsResponse, type ReassignableTopicResponse } from '../wire/messages/alter-partition-reassignments-response.js';
-import type { MetadataImage, PartitionChangeResult } from '../cluster/metadata-image.js';
+import type { MetadataImage, PartitionChangeResult } from '../cluster/metadata/metadata-image.js';
 import { defineHandler } from './handler.js';
 
 export const alterPartitionReassignments = defineHandler<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse>({

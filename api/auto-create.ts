@@ -2,8 +2,8 @@
  * Auto-creation of a topic that a client names but that does not exist, shared by
  * the handlers that may create topics (Metadata, Produce).
  */
-import type { TopicImage } from '../cluster/metadata-image.js';
-import { INTERNAL_TOPICS, topicNameProblem } from '../cluster/topic-names.js';
+import type { TopicImage } from '../cluster/metadata/metadata-image.js';
+import { INTERNAL_TOPICS, topicNameProblem } from '../cluster/metadata/topic-names.js';
 import type { BrokerServices } from './handler.js';
 
 export type AutoCreateOutcome =

@@ -11,8 +11,8 @@
  * requests altering one resource at once cannot lose each other's changes.
  * A store that commits asynchronously must compare-and-set instead.
  */
-import { BrokerConfigs, NO_STATIC_CONFIG } from '../cluster/broker-configs.js';
-import { ConcurrentChangeError, UnknownTopicError } from '../cluster/metadata-image.js';
+import { BrokerConfigs, NO_STATIC_CONFIG } from '../cluster/metadata/broker-configs.js';
+import { ConcurrentChangeError, UnknownTopicError } from '../cluster/metadata/metadata-image.js';
 import { checkTopicConfigs } from '../storage/topic-config.js';
 import { ErrorCode } from '../wire/errors.js';
 import { invalidTopicNameMessage } from './create-topics.js';

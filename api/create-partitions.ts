@@ -20,7 +20,7 @@
 import { CreatePartitionsRequest } from '../wire/messages/create-partitions-request.js';
 import { CreatePartitionsResponse, type CreatePartitionsTopicResult } from '../wire/messages/create-partitions-response.js';
 import { ErrorCode } from '../wire/errors.js';
-import { UnknownTopicError } from '../cluster/metadata-image.js';
+import { UnknownTopicError } from '../cluster/metadata/metadata-image.js';
 import { MAX_RECORDS_PER_REQUEST, manualAssignmentProblem } from './replica-assignment.js';
 import { defineHandler } from './handler.js';
 

@@ -28,9 +28,9 @@ import { CreateTopicsRequest, type CreatableTopic } from '../wire/messages/creat
 import { CreateTopicsResponse, type CreatableTopicConfigs, type CreatableTopicResult } from '../wire/messages/create-topics-response.js';
 import { ErrorCode } from '../wire/errors.js';
 import { ZERO_UUID, randomUuid } from '../wire/uuid.js';
-import type { MetadataImage } from '../cluster/metadata-image.js';
-import { MAX_TOPIC_NAME_LENGTH, collisionKey, topicNameProblem } from '../cluster/topic-names.js';
-import { BrokerConfigs, ConfigSource, NO_STATIC_CONFIG } from '../cluster/broker-configs.js';
+import type { MetadataImage } from '../cluster/metadata/metadata-image.js';
+import { MAX_TOPIC_NAME_LENGTH, collisionKey, topicNameProblem } from '../cluster/metadata/topic-names.js';
+import { BrokerConfigs, ConfigSource, NO_STATIC_CONFIG } from '../cluster/metadata/broker-configs.js';
 import { checkTopicConfigs, parseConfigValue, topicConfigDef, topicConfigValue, TOPIC_CONFIGS } from '../storage/topic-config.js';
 import { MAX_RECORDS_PER_REQUEST, manualAssignmentProblem, placementProblem } from './replica-assignment.js';
 import { defineHandler, type BrokerSettings, type RequestContext } from './handler.js';

@@ -20,7 +20,7 @@ import { DeleteTopicsRequest } from '../wire/messages/delete-topics-request.js';
 import { DeleteTopicsResponse, type DeletableTopicResult } from '../wire/messages/delete-topics-response.js';
 import { ErrorCode } from '../wire/errors.js';
 import { ZERO_UUID } from '../wire/uuid.js';
-import { UnknownTopicError } from '../cluster/metadata-image.js';
+import { UnknownTopicError } from '../cluster/metadata/metadata-image.js';
 import { defineHandler, type RequestContext } from './handler.js';
 
 const UNKNOWN_NAME_MESSAGE = 'This server does not host this topic-partition.';

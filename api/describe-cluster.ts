@@ -13,7 +13,7 @@
 import { DescribeClusterRequest } from '../wire/messages/describe-cluster-request.js';
 import { DescribeClusterResponse, type DescribeClusterBroker } from '../wire/messages/describe-cluster-response.js';
 import { ErrorCode } from '../wire/errors.js';
-import { endpointFor } from '../cluster/metadata-image.js';
+import { endpointFor } from '../cluster/metadata/metadata-image.js';
 import { defineHandler, type RequestContext } from './handler.js';
 import { CLUSTER_OPERATIONS } from './metadata.js';
 

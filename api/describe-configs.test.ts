@@ -3,7 +3,7 @@ import { ErrorCode } from '../wire/errors.js';
 import { decode, encode } from '../wire/codec.js';
 import type { DescribeConfigsRequest } from '../wire/messages/describe-configs-request.js';
 import { DescribeConfigsResponse as ResponseDecl, type DescribeConfigsResponse, type DescribeConfigsResult } from '../wire/messages/describe-configs-response.js';
-import type { StaticBrokerConfig } from '../cluster/broker-configs.js';
+import type { StaticBrokerConfig } from '../cluster/metadata/broker-configs.js';
 import { describeConfigs } from './describe-configs.js';
 import { ctxFor, testServices, type TestServices } from './test-services.js';
 

@@ -8,7 +8,7 @@
  *
  * Resources, as Kafka 4.0 answers them:
  * - TOPIC: the topic's every config (its overrides, else the broker-wide
- *   defaults, else Kafka's), with sources and synonyms (cluster/broker-configs.ts).
+ *   defaults, else Kafka's), with sources and synonyms (cluster/metadata/broker-configs.ts).
  *   An illegal name is INVALID_TOPIC_EXCEPTION, a missing topic
  *   UNKNOWN_TOPIC_OR_PARTITION.
  * - BROKER named by this broker's id: gregor's config keys, the broker-wide
@@ -33,7 +33,7 @@ import {
   type DescribeConfigsResult,
 } from '../wire/messages/describe-configs-response.js';
 import { ErrorCode } from '../wire/errors.js';
-import { ConfigSource, type ConfigEntry, type DescribeOptions } from '../cluster/broker-configs.js';
+import { ConfigSource, type ConfigEntry, type DescribeOptions } from '../cluster/metadata/broker-configs.js';
 import { CONFIG_TYPE_IDS } from '../storage/topic-config.js';
 import { brokerConfigs, parseBrokerId, ResourceType, ROOT_LOGGER, rootLogLevel } from './config-resources.js';
 import { invalidTopicNameMessage } from './create-topics.js';

@@ -18,7 +18,7 @@
 import { ErrorCode } from '../wire/errors.js';
 import { ElectLeadersRequest } from '../wire/messages/elect-leaders-request.js';
 import { ElectLeadersResponse, type ReplicaElectionResult } from '../wire/messages/elect-leaders-response.js';
-import type { MetadataImage, PartitionChangeResult } from '../cluster/metadata-image.js';
+import type { MetadataImage, PartitionChangeResult } from '../cluster/metadata/metadata-image.js';
 import { defineHandler } from './handler.js';
 
 const TYPES = ['preferred', 'unclean'] as const;

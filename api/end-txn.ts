@@ -6,7 +6,7 @@
  *
  * Commits or aborts the transaction: answered once PrepareCommit or
  * PrepareAbort is written; the markers follow (see
- * cluster/txn-coordinator.ts). A retry after completion with the same
+ * cluster/txn/txn-coordinator.ts). A retry after completion with the same
  * outcome answers NONE.
  *
  * Not implemented: v5 (transaction version 2, KIP-890 part 2: an epoch bump

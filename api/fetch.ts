@@ -31,7 +31,7 @@ import { ZERO_UUID } from '../wire/uuid.js';
 import { downConvert } from '../wire/legacy-message-set.js';
 import { fetchBuffers } from '../wire/buffer-pool.js';
 import { readRanges } from '../storage/log.js';
-import { endpointFor, hasPartition } from '../cluster/metadata-image.js';
+import { endpointFor, hasPartition } from '../cluster/metadata/metadata-image.js';
 import {
   FetchSessionCache,
   partitionKey,
@@ -40,8 +40,8 @@ import {
   type FetchPartitionOutcome,
   type FetchRequestPartition,
   type FetchResponsePartition,
-} from '../cluster/fetch-session.js';
-import { readError, type FetchIsolation, type LogReadResult } from '../cluster/replica-manager.js';
+} from '../cluster/replication/fetch-session.js';
+import { readError, type FetchIsolation, type LogReadResult } from '../cluster/replication/replica-manager.js';
 import { defineHandler, type BrokerServices, type RequestContext } from './handler.js';
 
 /** fetch.max.bytes: Kafka's default cap on a whole response, 55 MiB. */

@@ -15,8 +15,8 @@
 import { ErrorCode } from '../wire/errors.js';
 import { FindCoordinatorRequest } from '../wire/messages/find-coordinator-request.js';
 import { FindCoordinatorResponse, type Coordinator } from '../wire/messages/find-coordinator-response.js';
-import { endpointFor } from '../cluster/metadata-image.js';
-import { GROUP_METADATA_TOPIC, javaStringHashCode, partitionFor } from '../cluster/group-partition.js';
+import { endpointFor } from '../cluster/metadata/metadata-image.js';
+import { GROUP_METADATA_TOPIC, javaStringHashCode, partitionFor } from '../cluster/coordinator/partition-for.js';
 import { defineHandler, type BrokerServices, type RequestContext } from './handler.js';
 
 export { GROUP_METADATA_TOPIC, javaStringHashCode, partitionFor };

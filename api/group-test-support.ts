@@ -3,8 +3,8 @@
  * a manual group timer, and the requests a consumer sends to join a group
  * and get its assignment.
  */
-import { subscription } from '../cluster/group-test-support.js';
-import { ManualGroupTimer } from '../cluster/group-timer.js';
+import { subscription } from '../cluster/group/group-test-support.js';
+import { ManualGroupTimer } from '../cluster/coordinator/timer.js';
 import { ErrorCode } from '../wire/errors.js';
 import type { JoinGroupRequest } from '../wire/messages/join-group-request.js';
 import type { JoinGroupResponse } from '../wire/messages/join-group-response.js';

@@ -5,11 +5,11 @@
  */
 import type { Logger } from 'pino';
 import type { MessageDecl } from '../wire/schema.js';
-import type { StaticBrokerConfig } from '../cluster/broker-configs.js';
-import type { MetadataStore } from '../cluster/metadata-image.js';
-import type { ReplicaManager } from '../cluster/replica-manager.js';
-import type { GroupCoordinator, GroupCoordinatorConfig } from '../cluster/group-coordinator.js';
-import type { TransactionCoordinator, TransactionCoordinatorConfig } from '../cluster/txn-coordinator.js';
+import type { StaticBrokerConfig } from '../cluster/metadata/broker-configs.js';
+import type { MetadataStore } from '../cluster/metadata/metadata-image.js';
+import type { ReplicaManager } from '../cluster/replication/replica-manager.js';
+import type { GroupCoordinator, GroupCoordinatorConfig } from '../cluster/group/group-coordinator.js';
+import type { TransactionCoordinator, TransactionCoordinatorConfig } from '../cluster/txn/txn-coordinator.js';
 
 export interface BrokerSettings {
   readonly nodeId: number;

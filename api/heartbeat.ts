@@ -4,7 +4,7 @@
  *
  * Restarts the member's session; REBALANCE_IN_PROGRESS tells it to join
  * again, ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID that it was fenced (see
- * cluster/group-coordinator.ts).
+ * cluster/group/group-coordinator.ts).
  */
 import { HeartbeatRequest } from '../wire/messages/heartbeat-request.js';
 import { HeartbeatResponse } from '../wire/messages/heartbeat-response.js';

@@ -7,7 +7,7 @@
  * INVALID_PRODUCER_EPOCH; v5 is v4 again.
  *
  * Without a transactional id any broker hands out a new producer id; with
- * one, only the coordinator of the id does (see cluster/txn-coordinator.ts).
+ * one, only the coordinator of the id does (see cluster/txn/txn-coordinator.ts).
  * A producer id without an epoch, or an epoch without a producer id, is an
  * INVALID_REQUEST, as in Kafka.
  */

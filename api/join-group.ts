@@ -9,13 +9,13 @@
  * static leader that rejoins a stable group.
  *
  * The request parks until the join phase of the rebalance completes: see
- * cluster/group-coordinator.ts for the rules. The member's client host is
+ * cluster/group/group-coordinator.ts for the rules. The member's client host is
  * given as Kafka gives it (Java's InetAddress.toString(), "/127.0.0.1").
  */
 import { isIPv6 } from 'node:net';
 import { JoinGroupRequest } from '../wire/messages/join-group-request.js';
 import { JoinGroupResponse } from '../wire/messages/join-group-response.js';
-import type { JoinGroupResult } from '../cluster/group-coordinator.js';
+import type { JoinGroupResult } from '../cluster/group/group-coordinator.js';
 import { defineHandler } from './handler.js';
 
 /**

@@ -21,7 +21,7 @@
 import { ListOffsetsRequest } from '../wire/messages/list-offsets-request.js';
 import { ListOffsetsResponse, type ListOffsetsPartitionResponse, type ListOffsetsTopicResponse } from '../wire/messages/list-offsets-response.js';
 import { ErrorCode } from '../wire/errors.js';
-import { type FetchIsolation, SpecialTimestamp } from '../cluster/replica-manager.js';
+import { type FetchIsolation, SpecialTimestamp } from '../cluster/replication/replica-manager.js';
 import { defineHandler } from './handler.js';
 
 const CONSUMER_REPLICA_ID = -1;

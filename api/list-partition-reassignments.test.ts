@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
-import { buildImage, type MetadataStore } from '../cluster/metadata-image.js';
+import { buildImage, type MetadataStore } from '../cluster/metadata/metadata-image.js';
 import { listPartitionReassignments } from './list-partition-reassignments.js';
 import { callAt, testServices, type TestServices } from './test-services.js';
 

@@ -10,7 +10,7 @@ import { MetadataRequest } from '../wire/messages/metadata-request.js';
 import { MetadataResponse, type MetadataResponseBroker, type MetadataResponseTopic } from '../wire/messages/metadata-response.js';
 import { ErrorCode } from '../wire/errors.js';
 import { ZERO_UUID } from '../wire/reader.js';
-import { endpointFor, type MetadataImage, type PartitionState, type TopicImage } from '../cluster/metadata-image.js';
+import { endpointFor, type MetadataImage, type PartitionState, type TopicImage } from '../cluster/metadata/metadata-image.js';
 import { autoCreateTopic } from './auto-create.js';
 import { defineHandler, type RequestContext } from './handler.js';
 

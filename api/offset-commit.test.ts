@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
-import { recordsIn } from '../cluster/group-records.js';
-import { partitionFor } from '../cluster/group-partition.js';
+import { recordsIn } from '../cluster/group/group-records.js';
+import { partitionFor } from '../cluster/coordinator/partition-for.js';
 import type { OffsetCommitRequest } from '../wire/messages/offset-commit-request.js';
 import { offsetCommit } from './offset-commit.js';
 import { offsetFetch } from './offset-fetch.js';

@@ -18,7 +18,7 @@
 import { ErrorCode } from '../wire/errors.js';
 import { OffsetCommitRequest, type OffsetCommitRequestTopic } from '../wire/messages/offset-commit-request.js';
 import { OffsetCommitResponse, type OffsetCommitResponseTopic } from '../wire/messages/offset-commit-response.js';
-import { hasPartition } from '../cluster/metadata-image.js';
+import { hasPartition } from '../cluster/metadata/metadata-image.js';
 import { defineHandler } from './handler.js';
 
 

@@ -12,7 +12,7 @@
 import { ErrorCode } from '../wire/errors.js';
 import { OffsetDeleteRequest } from '../wire/messages/offset-delete-request.js';
 import { OffsetDeleteResponse } from '../wire/messages/offset-delete-response.js';
-import { hasPartition } from '../cluster/metadata-image.js';
+import { hasPartition } from '../cluster/metadata/metadata-image.js';
 import { defineHandler } from './handler.js';
 
 export const offsetDelete = defineHandler<OffsetDeleteRequest, OffsetDeleteResponse>({

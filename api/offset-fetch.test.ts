@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
 import { offsetCommit } from './offset-commit.js';
 import { offsetFetch } from './offset-fetch.js';
-import { partitionFor } from '../cluster/group-partition.js';
+import { partitionFor } from '../cluster/coordinator/partition-for.js';
 import { groupServices, type GroupServices } from './group-test-support.js';
 import { callAt, testServices, type TestServices } from './test-services.js';
 

@@ -21,7 +21,7 @@
 import { ErrorCode } from '../wire/errors.js';
 import { OffsetFetchRequest } from '../wire/messages/offset-fetch-request.js';
 import { OffsetFetchResponse, type OffsetFetchResponseGroup } from '../wire/messages/offset-fetch-response.js';
-import type { OffsetFetchResult } from '../cluster/group-coordinator.js';
+import type { OffsetFetchResult } from '../cluster/group/group-coordinator.js';
 import { defineHandler, type RequestContext } from './handler.js';
 
 const TOP_LEVEL_ERROR_VERSION = 2;

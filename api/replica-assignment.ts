@@ -4,7 +4,7 @@
  * the ones Kafka 4.0's controller answers with, since admin tools show them
  * to their users as they are.
  */
-import type { MetadataImage } from '../cluster/metadata-image.js';
+import type { MetadataImage } from '../cluster/metadata/metadata-image.js';
 
 /**
  * Why one partition's replica list cannot be used, or null when it can: it

@@ -8,7 +8,7 @@
  * The leader's request carries every member's assignment; each member's
  * request parks until the leader's has been persisted on every in-sync
  * replica of the group's partition, then gets its own part (see
- * cluster/group-coordinator.ts).
+ * cluster/group/group-coordinator.ts).
  */
 import { ErrorCode } from '../wire/errors.js';
 import { SyncGroupRequest } from '../wire/messages/sync-group-request.js';

@@ -33,8 +33,8 @@
 import { ErrorCode } from '../wire/errors.js';
 import { TxnOffsetCommitRequest, type TxnOffsetCommitRequestTopic } from '../wire/messages/txn-offset-commit-request.js';
 import { TxnOffsetCommitResponse, type TxnOffsetCommitResponseTopic } from '../wire/messages/txn-offset-commit-response.js';
-import { hasPartition } from '../cluster/metadata-image.js';
-import { GROUP_METADATA_TOPIC, partitionFor } from '../cluster/group-partition.js';
+import { hasPartition } from '../cluster/metadata/metadata-image.js';
+import { GROUP_METADATA_TOPIC, partitionFor } from '../cluster/coordinator/partition-for.js';
 import { defineHandler, type RequestContext } from './handler.js';
 import { verificationEnabled } from './config-resources.js';
 

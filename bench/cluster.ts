@@ -28,7 +28,7 @@ import type { CreateTopicsRequest } from '../wire/messages/create-topics-request
 import type { CreateTopicsResponse } from '../wire/messages/create-topics-response.js';
 import type { ProduceRequest } from '../wire/messages/produce-request.js';
 import type { ProduceResponse } from '../wire/messages/produce-response.js';
-import { WireConnection, api } from '../cluster/kafka-connection.js';
+import { WireConnection, api } from '../cluster/inter-broker/kafka-connection.js';
 import { clusterView, until } from '../src/cluster-test-support.js';
 import { TestCluster, hasEtcd } from '../src/test-cluster.js';
 import { repoRoot } from './brokers.js';

@@ -37,7 +37,7 @@ import { join } from 'node:path';
 import { repoRoot, startGregor, startKafka, type RunningBroker } from './brokers.js';
 import { type BenchModule, type BenchOptions, type BenchRow, runStandalone } from './report.js';
 import { createTopics, loadNote, waitForLeaders } from './scale.js';
-import { WireConnection } from '../cluster/kafka-connection.js';
+import { WireConnection } from '../cluster/inter-broker/kafka-connection.js';
 
 const MODULE = 'cross-check';
 const RECORD_BYTES = 100;

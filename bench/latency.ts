@@ -46,7 +46,7 @@ import { ZERO_UUID } from '../wire/uuid.js';
 import { KFAKE_INSTALL, startGregor, startKafka, startKfake, type RunningBroker } from './brokers.js';
 import { Histogram } from './histogram.js';
 import { type BenchModule, type BenchOptions, type BenchRow, runStandalone } from './report.js';
-import { WireConnection, api, frame, type Frame } from '../cluster/kafka-connection.js';
+import { WireConnection, api, frame, type Frame } from '../cluster/inter-broker/kafka-connection.js';
 
 const MODULE = 'latency';
 const MB = 1e6;

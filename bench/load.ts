@@ -31,7 +31,7 @@ import type { ProduceRequest } from '../wire/messages/produce-request.js';
 import type { ProduceResponse } from '../wire/messages/produce-response.js';
 import { Reader, ZERO_UUID } from '../wire/reader.js';
 import { BATCH_LENGTH, BASE_OFFSET, LAST_OFFSET_DELTA, LOG_OVERHEAD, RECORD_COUNT, BATCH_HEADER_SIZE, buildBatch } from '../wire/record-batch.js';
-import { LoadConnection, api, frame, WireConnection } from '../cluster/kafka-connection.js';
+import { LoadConnection, api, frame, WireConnection } from '../cluster/inter-broker/kafka-connection.js';
 
 export const PRODUCE_VERSION = 9;
 export const FETCH_VERSION = 12;

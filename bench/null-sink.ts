@@ -42,7 +42,7 @@ import { Reader, ZERO_UUID } from '../wire/reader.js';
 import { BATCH_HEADER_SIZE, BATCH_LENGTH, BASE_OFFSET, LAST_OFFSET_DELTA, LOG_OVERHEAD, RECORD_COUNT } from '../wire/record-batch.js';
 import { Writer } from '../wire/writer.js';
 import type { RunningBroker } from './brokers.js';
-import { api, type ApiDecl } from '../cluster/kafka-connection.js';
+import { api, type ApiDecl } from '../cluster/inter-broker/kafka-connection.js';
 
 const SUPPORTED: Record<number, [number, number]> = { 0: [3, 11], 1: [4, 12], 3: [0, 12], 18: [0, 3], 19: [2, 7] };
 const CANNED_BYTES = 8 * 1024 * 1024;

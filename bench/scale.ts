@@ -35,7 +35,7 @@ import { buildBatch } from '../wire/record-batch.js';
 import { ZERO_UUID } from '../wire/uuid.js';
 import { kfakePath, KFAKE_INSTALL, rssMb, startGregor, startKafka, startKfake, type RunningBroker } from './brokers.js';
 import { type BenchModule, type BenchOptions, type BenchRow, runStandalone } from './report.js';
-import { WireConnection, api, frame, type Frame } from '../cluster/kafka-connection.js';
+import { WireConnection, api, frame, type Frame } from '../cluster/inter-broker/kafka-connection.js';
 
 const MODULE = 'scale';
 const RECORD_BYTES = 100;

@@ -38,7 +38,7 @@ import { KFAKE_INSTALL, startGregor, startKafka, startKfake, type RunningBroker 
 import { awaitWritable, benchBatch, consumeLoad, createTopic, describeErrors, produceLoad, recordsPerBatchFor, PRODUCE_VERSION, type ConsumeResult, type LoadSettings, type ProduceResult } from './load.js';
 import { startNullSink } from './null-sink.js';
 import { formatTable, type BenchModule, type BenchOptions, type BenchRow } from './report.js';
-import { api, frame } from '../cluster/kafka-connection.js';
+import { api, frame } from '../cluster/inter-broker/kafka-connection.js';
 
 const MODULE = 'throughput';
 

@@ -7,17 +7,17 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { BrokerConfigs, followTopicLogConfigs, topicLogConfigs, type StaticBrokerConfig } from '../cluster/broker-configs.js';
-import { LocalMetadataStore } from '../cluster/local-metadata-store.js';
-import type { EtcdMetadataStore } from '../cluster/etcd-metadata-store.js';
-import type { Endpoint, MetadataStore } from '../cluster/metadata-image.js';
+import { BrokerConfigs, followTopicLogConfigs, topicLogConfigs, type StaticBrokerConfig } from '../cluster/metadata/broker-configs.js';
+import { LocalMetadataStore } from '../cluster/metadata/local-metadata-store.js';
+import type { EtcdMetadataStore } from '../cluster/metadata/etcd-metadata-store.js';
+import type { Endpoint, MetadataStore } from '../cluster/metadata/metadata-image.js';
 import { randomUuid } from '../wire/uuid.js';
-import { ReplicaFetchers } from '../cluster/replica-fetcher.js';
-import { ReplicaManager } from '../cluster/replica-manager.js';
-import { GroupCoordinator } from '../cluster/group-coordinator.js';
-import { replicaOffsetsStore } from '../cluster/group-store.js';
-import { ProducerIdManager } from '../cluster/producer-id-manager.js';
-import { TRANSACTION_STATE_TOPIC, TransactionCoordinator } from '../cluster/txn-coordinator.js';
+import { ReplicaFetchers } from '../cluster/replication/replica-fetcher.js';
+import { ReplicaManager } from '../cluster/replication/replica-manager.js';
+import { GroupCoordinator } from '../cluster/group/group-coordinator.js';
+import { replicaOffsetsStore } from '../cluster/coordinator/state-log-store.js';
+import { ProducerIdManager } from '../cluster/txn/producer-id-manager.js';
+import { TRANSACTION_STATE_TOPIC, TransactionCoordinator } from '../cluster/txn/txn-coordinator.js';
 import { LogManager, type LogManagerOptions } from '../storage/log-manager.js';
 import { loadOrCreateIdentity, lockDataDir, type DirIdentity } from '../storage/data-dir.js';
 import { HANDLERS, advertisedVersions, handlerTable } from '../api/registry.js';
@@ -105,7 +105,7 @@ export class Broker {
       const self = { nodeId: config.nodeId, rack: config.rack, endpoints: advertised };
       if (config.metadata.kind === 'etcd') {
         // Loaded only here: a broker on the local store never pays for the etcd client.
-        const { EtcdMetadataStore } = await import('../cluster/etcd-metadata-store.js');
+        const { EtcdMetadataStore } = await import('../cluster/metadata/etcd-metadata-store.js');
         try {
           etcd = await EtcdMetadataStore.connect(
             {

@@ -4,7 +4,7 @@
  * v12. kafkajs cannot show a partition without a leader: it fails every
  * metadata call whose answer names one, as it does against Apache Kafka.
  */
-import { WireConnection, api } from '../cluster/kafka-connection.js';
+import { WireConnection, api } from '../cluster/inter-broker/kafka-connection.js';
 import type { MetadataRequest } from '../wire/messages/metadata-request.js';
 import type { MetadataResponse } from '../wire/messages/metadata-response.js';
 import { ZERO_UUID } from '../wire/uuid.js';

@@ -8,7 +8,7 @@
  */
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireConnection, api } from '../cluster/kafka-connection.js';
+import { WireConnection, api } from '../cluster/inter-broker/kafka-connection.js';
 import { ErrorCode } from '../wire/errors.js';
 import type { FindCoordinatorRequest } from '../wire/messages/find-coordinator-request.js';
 import type { FindCoordinatorResponse } from '../wire/messages/find-coordinator-response.js';

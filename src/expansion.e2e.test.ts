@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireConnection, api } from '../cluster/kafka-connection.js';
+import { WireConnection, api } from '../cluster/inter-broker/kafka-connection.js';
 import { ErrorCode } from '../wire/errors.js';
 import type { AlterPartitionReassignmentsRequest } from '../wire/messages/alter-partition-reassignments-request.js';
 import type { AlterPartitionReassignmentsResponse } from '../wire/messages/alter-partition-reassignments-response.js';

@@ -1,0 +1,1680 @@
+/**
+ * The group coordinator of the classic protocol, as Kafka 4.0's
+ * GroupMetadataManager and OffsetMetadataManager run it: membership
+ * (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), committed offsets
+ * (OffsetCommit, OffsetFetch, OffsetDelete) and administration (ListGroups,
+ * DescribeGroups, DeleteGroups).
+ *
+ * A group belongs to one partition of __consumer_offsets (see
+ * coordinator/partition-for.ts); this broker coordinates the groups of the partitions
+ * it leads, each kept in a shard loaded from that partition's log when the
+ * leadership arrives and dropped when it goes. Requests for any other group
+ * answer NOT_COORDINATOR.
+ *
+ * Durability: every change Kafka persists is appended to the group's
+ * partition as records in Kafka's layouts (group-records.ts) and takes
+ * effect, and is acknowledged, only once the append has succeeded: offset
+ * commits and deletions, a group's metadata when its assignment is set
+ * (SyncGroup from the leader), when it becomes empty, when it is created,
+ * when a static member is replaced, and tombstones when a group is deleted
+ * or its offsets expire. Loading replays those records in offset order; a
+ * tombstone deletes what its key names.
+ *
+ * Everything here is synchronous except the wait of a parked JoinGroup or
+ * SyncGroup, so no two operations interleave: the appends (through
+ * OffsetsTopicStore) complete before the call returns. Timers (sessions,
+ * rebalance and sync deadlines, the initial rebalance delay, offset expiry)
+ * come from an injectable GroupTimer; the system one is unref'd, and
+ * `shutdown` cancels every timer and answers every parked request.
+ *
+ * Transactional offset commits (TxnOffsetCommit) are written as a
+ * transactional batch of the producer and stay pending, invisible to
+ * OffsetFetch, until the transaction's marker lands in the same partition:
+ * `completeTransaction` then moves them to the committed offsets (COMMIT)
+ * or drops them (ABORT), as Kafka's OffsetMetadataManager does. A pending
+ * commit replaces a committed offset only if it was written after it, so
+ * that a mix of plain and transactional commits ends on the latest one;
+ * record offsets are the log's, from the loader or from the append.
+ *
+ * Not implemented: the KIP-848 consumer protocol (ConsumerGroupHeartbeat).
+ */
+import { ErrorCode } from '../../wire/errors.js';
+import type { MetadataImage, MetadataStore } from '../metadata/metadata-image.js';
+import { GROUP_METADATA_TOPIC, partitionFor } from '../coordinator/partition-for.js';
+import { appendErrorToResponseError, type OffsetsTopicStore } from '../coordinator/state-log-store.js';
+import { SystemGroupTimer, type GroupTimer } from '../coordinator/timer.js';
+import {
+  groupMetadataRecord,
+  batchesIn,
+  offsetCommitRecord,
+  recordsBatch,
+  type CoordinatorRecord,
+  type TransactionalProducer,
+  type GroupMetadataValueData,
+  type OffsetCommitValueData,
+} from './group-records.js';
+import {
+  ClassicGroup,
+  GroupMember,
+  Waiter,
+  joinError,
+  syncError,
+  type GroupState,
+  type JoinGroupResult,
+  type Protocol,
+  type SyncGroupResult,
+} from './group-classic.js';
+
+export { type GroupState, type JoinGroupResult, type SyncGroupResult, type Protocol } from './group-classic.js';
+
+const EMPTY = Buffer.alloc(0);
+
+/** The coordinator's settings, by their Kafka config names in the comments. */
+export interface GroupCoordinatorConfig {
+  /** group.initial.rebalance.delay.ms */
+  readonly initialRebalanceDelayMs: number;
+  /** group.min.session.timeout.ms */
+  readonly minSessionTimeoutMs: number;
+  /** group.max.session.timeout.ms */
+  readonly maxSessionTimeoutMs: number;
+  /** group.max.size */
+  readonly maxSize: number;
+  /** offsets.retention.minutes, in milliseconds */
+  readonly offsetsRetentionMs: number;
+  /** offsets.retention.check.interval.ms */
+  readonly offsetsRetentionCheckIntervalMs: number;
+  /** offset.metadata.max.bytes */
+  readonly offsetMetadataMaxBytes: number;
+  /** How long a new member's parked JoinGroup may wait (Kafka's fixed 5 minutes). */
+  readonly newMemberJoinTimeoutMs: number;
+  /** offsets.commit.timeout.ms: how long an answer waits for its records to reach every in-sync replica */
+  readonly offsetCommitTimeoutMs: number;
+}
+
+/** Kafka 4.0's defaults. */
+export const DEFAULT_GROUP_COORDINATOR_CONFIG: GroupCoordinatorConfig = {
+  initialRebalanceDelayMs: 3000,
+  minSessionTimeoutMs: 6000,
+  maxSessionTimeoutMs: 1800000,
+  maxSize: 2147483647,
+  offsetsRetentionMs: 10080 * 60_000,
+  offsetsRetentionCheckIntervalMs: 600000,
+  offsetMetadataMaxBytes: 4096,
+  newMemberJoinTimeoutMs: 5 * 60_000,
+  offsetCommitTimeoutMs: 5000,
+};
+
+export interface GroupCoordinatorLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface CommittedOffset {
+  readonly offset: bigint;
+  /** -1 when the commit carried none. */
+  readonly leaderEpoch: number;
+  readonly metadata: string;
+  readonly commitTimestampMs: number;
+  /** Set only by OffsetCommit v2-v4 with a retention time. */
+  readonly expireTimestampMs: number | null;
+}
+
+export interface JoinGroupParams {
+  readonly groupId: string;
+  readonly memberId: string;
+  readonly groupInstanceId: string | null;
+  readonly sessionTimeoutMs: number;
+  readonly rebalanceTimeoutMs: number;
+  readonly protocolType: string;
+  readonly protocols: readonly Protocol[];
+  readonly clientId: string;
+  readonly clientHost: string;
+  /** JoinGroup v4+: a first join gets MEMBER_ID_REQUIRED and its member id (KIP-394). */
+  readonly requireKnownMemberId: boolean;
+  /** JoinGroup v9+: a replaced static leader may be told to skip the assignment. */
+  readonly supportsSkippingAssignment: boolean;
+}
+
+export interface SyncGroupParams {
+  readonly groupId: string;
+  readonly generationId: number;
+  readonly memberId: string;
+  readonly groupInstanceId: string | null;
+  readonly protocolType: string | null;
+  readonly protocolName: string | null;
+  readonly assignments: readonly { readonly memberId: string; readonly assignment: Buffer }[];
+}
+
+export interface HeartbeatParams {
+  readonly groupId: string;
+  readonly generationId: number;
+  readonly memberId: string;
+  readonly groupInstanceId: string | null;
+}
+
+export interface LeaveGroupResult {
+  errorCode: number;
+  members: { memberId: string; groupInstanceId: string | null; errorCode: number }[];
+}
+
+export interface OffsetCommitParams {
+  readonly groupId: string;
+  /** -1 for commits from outside the group's membership. */
+  readonly generationId: number;
+  readonly memberId: string;
+  readonly groupInstanceId: string | null;
+  /** -1 for the broker's retention (every version but v2-v4). */
+  readonly retentionTimeMs: bigint;
+  /** OffsetCommit v9+: an unknown group is GROUP_ID_NOT_FOUND, before that ILLEGAL_GENERATION. */
+  readonly groupIdNotFoundKnown: boolean;
+  readonly topics: readonly {
+    readonly name: string;
+    readonly partitions: readonly {
+      readonly partitionIndex: number;
+      readonly committedOffset: bigint;
+      readonly committedLeaderEpoch: number;
+      /** -1 for now (every version but v1). */
+      readonly commitTimestamp: bigint;
+      readonly committedMetadata: string | null;
+    }[];
+  }[];
+}
+
+export interface TxnOffsetCommitParams {
+  readonly transactionalId: string;
+  readonly groupId: string;
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+  /** -1 before TxnOffsetCommit v3, and for producers outside the group's membership. */
+  readonly generationId: number;
+  /** '' before v3. */
+  readonly memberId: string;
+  readonly groupInstanceId: string | null;
+  readonly topics: readonly {
+    readonly name: string;
+    readonly partitions: readonly {
+      readonly partitionIndex: number;
+      readonly committedOffset: bigint;
+      /** -1 when the commit carries none (before v2). */
+      readonly committedLeaderEpoch: number;
+      readonly committedMetadata: string | null;
+    }[];
+  }[];
+}
+
+export interface TopicPartitionErrors {
+  name: string;
+  partitions: { partitionIndex: number; errorCode: number }[];
+}
+
+export interface FetchedOffset {
+  partitionIndex: number;
+  committedOffset: bigint;
+  committedLeaderEpoch: number;
+  metadata: string;
+  errorCode: number;
+}
+
+export interface OffsetFetchResult {
+  /** The group's error; the partitions then carry it too. */
+  errorCode: number;
+  topics: { name: string; partitions: FetchedOffset[] }[];
+}
+
+export interface OffsetDeleteResult {
+  errorCode: number;
+  topics: TopicPartitionErrors[];
+}
+
+export interface ListedGroup {
+  groupId: string;
+  protocolType: string;
+  groupState: string;
+  groupType: string;
+}
+
+export interface DescribedGroup {
+  errorCode: number;
+  groupId: string;
+  groupState: string;
+  protocolType: string;
+  protocolData: string;
+  members: {
+    memberId: string;
+    groupInstanceId: string | null;
+    clientId: string;
+    clientHost: string;
+    memberMetadata: Buffer;
+    memberAssignment: Buffer;
+  }[];
+}
+
+/** A committed or pending offset with the log offset of the record that wrote it. */
+interface OffsetEntry extends CommittedOffset {
+  readonly recordOffset: bigint;
+}
+
+/** Offsets by topic, then partition. */
+type GroupOffsets = Map<string, Map<number, OffsetEntry>>;
+
+/** Offsets by group, then topic, then partition. */
+class OffsetTable {
+  readonly byGroup = new Map<string, GroupOffsets>();
+
+  get(groupId: string, topic: string, partition: number): OffsetEntry | undefined {
+    return this.byGroup.get(groupId)?.get(topic)?.get(partition);
+  }
+
+  set(groupId: string, topic: string, partition: number, o: OffsetEntry): void {
+    let byTopic = this.byGroup.get(groupId);
+    if (!byTopic) this.byGroup.set(groupId, (byTopic = new Map()));
+    let byPartition = byTopic.get(topic);
+    if (!byPartition) byTopic.set(topic, (byPartition = new Map()));
+    byPartition.set(partition, o);
+  }
+
+  remove(groupId: string, topic: string, partition: number): void {
+    const byTopic = this.byGroup.get(groupId);
+    const byPartition = byTopic?.get(topic);
+    if (!byTopic || !byPartition) return;
+    byPartition.delete(partition);
+    if (byPartition.size === 0) byTopic.delete(topic);
+    if (byTopic.size === 0) this.byGroup.delete(groupId);
+  }
+
+  *entries(): Generator<{ groupId: string; topic: string; partition: number; offset: OffsetEntry }> {
+    for (const [groupId, byTopic] of this.byGroup) {
+      for (const [topic, byPartition] of byTopic) {
+        for (const [partition, offset] of byPartition) yield { groupId, topic, partition, offset };
+      }
+    }
+  }
+}
+
+/**
+ * The groups and offsets of one partition of __consumer_offsets: the
+ * committed offsets, and the pending ones of open transactions by producer
+ * id (with, by group, the producers that have some pending).
+ */
+class Shard {
+  readonly groups = new Map<string, ClassicGroup>();
+  private readonly committed = new OffsetTable();
+  private readonly pending = new Map<bigint, OffsetTable>();
+  private readonly openTransactions = new Map<string, Set<bigint>>();
+
+  constructor(readonly partition: number) {}
+
+  /** The group's committed offsets. */
+  offsetsOf(groupId: string): GroupOffsets | undefined {
+    return this.committed.byGroup.get(groupId);
+  }
+
+  offsetOf(groupId: string, topic: string, partition: number): OffsetEntry | undefined {
+    return this.committed.get(groupId, topic, partition);
+  }
+
+  setOffset(groupId: string, topic: string, partition: number, o: OffsetEntry): void {
+    this.committed.set(groupId, topic, partition, o);
+  }
+
+  /** What a tombstone does: the committed offset goes, and so does every pending one of that partition. */
+  removeOffset(groupId: string, topic: string, partition: number): void {
+    this.committed.remove(groupId, topic, partition);
+    for (const producerId of [...(this.openTransactions.get(groupId) ?? [])]) {
+      this.pending.get(producerId)?.remove(groupId, topic, partition);
+      this.forgetIfDone(producerId, groupId);
+    }
+  }
+
+  /** Every committed offset, across groups. */
+  committedEntries(): Generator<{ groupId: string; topic: string; partition: number; offset: OffsetEntry }> {
+    return this.committed.entries();
+  }
+
+  setPending(producerId: bigint, groupId: string, topic: string, partition: number, o: OffsetEntry): void {
+    let table = this.pending.get(producerId);
+    if (!table) this.pending.set(producerId, (table = new OffsetTable()));
+    table.set(groupId, topic, partition, o);
+    let producers = this.openTransactions.get(groupId);
+    if (!producers) this.openTransactions.set(groupId, (producers = new Set()));
+    producers.add(producerId);
+  }
+
+  hasPendingOffset(groupId: string, topic: string, partition: number): boolean {
+    for (const producerId of this.openTransactions.get(groupId) ?? []) {
+      if (this.pending.get(producerId)?.get(groupId, topic, partition)) return true;
+    }
+    return false;
+  }
+
+  hasOpenTransactions(groupId: string): boolean {
+    return this.openTransactions.has(groupId);
+  }
+
+  /** The partitions of a group with a pending offset, each once. */
+  pendingPartitionsOf(groupId: string): { topic: string; partition: number }[] {
+    const seen = new Map<string, { topic: string; partition: number }>();
+    for (const producerId of this.openTransactions.get(groupId) ?? []) {
+      for (const [topic, byPartition] of this.pending.get(producerId)?.byGroup.get(groupId) ?? []) {
+        for (const partition of byPartition.keys()) seen.set(`${partition}:${topic}`, { topic, partition });
+      }
+    }
+    return [...seen.values()];
+  }
+
+  /** Every pending offset, across producers and groups. */
+  *pendingEntries(): Generator<{ groupId: string; topic: string; partition: number; offset: OffsetEntry }> {
+    for (const table of this.pending.values()) yield* table.entries();
+  }
+
+  /**
+   * The end of a producer's transaction: on commit its pending offsets
+   * become the committed ones, except where the committed offset was
+   * written later; on abort they go. How many were pending and how many
+   * were committed; null when the producer had none here.
+   */
+  completeTransaction(producerId: bigint, commit: boolean): { pending: number; committed: number } | null {
+    const table = this.pending.get(producerId);
+    if (!table) return null;
+    this.pending.delete(producerId);
+    let pending = 0;
+    let committed = 0;
+    for (const { groupId, topic, partition, offset } of table.entries()) {
+      pending++;
+      if (commit) {
+        const existing = this.committed.get(groupId, topic, partition);
+        if (!existing || offset.recordOffset > existing.recordOffset) {
+          this.committed.set(groupId, topic, partition, offset);
+          committed++;
+        }
+      }
+    }
+    for (const groupId of table.byGroup.keys()) this.forgetIfDone(producerId, groupId);
+    return { pending, committed };
+  }
+
+  /** Drops a deleted group's offsets, committed and pending. */
+  dropOffsetsOf(groupId: string): void {
+    this.committed.byGroup.delete(groupId);
+    for (const producerId of this.openTransactions.get(groupId) ?? []) this.pending.get(producerId)?.byGroup.delete(groupId);
+    for (const producerId of [...(this.openTransactions.get(groupId) ?? [])]) this.forgetIfDone(producerId, groupId);
+  }
+
+  private forgetIfDone(producerId: bigint, groupId: string): void {
+    const table = this.pending.get(producerId);
+    if (table && table.byGroup.has(groupId)) return;
+    const producers = this.openTransactions.get(groupId);
+    producers?.delete(producerId);
+    if (producers?.size === 0) this.openTransactions.delete(groupId);
+    if (table && table.byGroup.size === 0) this.pending.delete(producerId);
+  }
+}
+
+const heartbeatKey = (groupId: string, memberId: string): string => `heartbeat\u0000${groupId}\u0000${memberId}`;
+const joinKey = (groupId: string): string => `join\u0000${groupId}`;
+const syncKey = (groupId: string): string => `sync\u0000${groupId}`;
+const EXPIRE_OFFSETS_KEY = 'expire-offsets';
+
+export class GroupCoordinator {
+  readonly config: GroupCoordinatorConfig;
+  readonly timer: GroupTimer;
+  private readonly shards = new Map<number, Shard>();
+  /** Partitions of __consumer_offsets in the current image; 0 before it exists. */
+  private numPartitions = 0;
+  private unsubscribe: (() => void) | null = null;
+  private stopped = false;
+  /** Topic ids of the last image seen, to tell which topics a new one deleted. */
+  private topicIds = new Map<string, string>();
+
+  constructor(
+    private readonly nodeId: number,
+    private readonly metadata: MetadataStore,
+    private readonly store: OffsetsTopicStore,
+    private readonly log: GroupCoordinatorLogger,
+    opts: { config?: Partial<GroupCoordinatorConfig>; timer?: GroupTimer } = {},
+  ) {
+    this.config = { ...DEFAULT_GROUP_COORDINATOR_CONFIG, ...opts.config };
+    this.timer = opts.timer ?? new SystemGroupTimer();
+  }
+
+  /**
+   * Loads the partitions this broker leads in the current image and follows
+   * the image from then on; starts the periodic offset expiry.
+   */
+  start(): this {
+    if (this.unsubscribe || this.stopped) return this;
+    this.applyImage(this.metadata.image());
+    this.unsubscribe = this.metadata.subscribe((image) => this.applyImage(image));
+    this.scheduleOffsetExpiry();
+    return this;
+  }
+
+  /**
+   * Stops coordinating: every parked JoinGroup and SyncGroup is answered
+   * NOT_COORDINATOR (the client finds the coordinator again), every timer
+   * is cancelled, and later requests answer COORDINATOR_NOT_AVAILABLE.
+   */
+  shutdown(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    for (const partition of [...this.shards.keys()]) this.unload(partition);
+    this.timer.cancelAll();
+  }
+
+  /** Partitions of __consumer_offsets loaded here, for tests and metrics. */
+  get loadedPartitions(): number[] {
+    return [...this.shards.keys()].sort((a, b) => a - b);
+  }
+
+  /** A group's state, for tests; undefined when this broker does not know the group. */
+  groupState(groupId: string): GroupState | undefined {
+    return this.shardOf(groupId)?.groups.get(groupId)?.state;
+  }
+
+  /** The group itself, for tests. */
+  group(groupId: string): ClassicGroup | undefined {
+    return this.shardOf(groupId)?.groups.get(groupId);
+  }
+
+  // ---- membership ----------------------------------------------------------------------------
+
+  /**
+   * JoinGroup. Resolves when the join phase completes for this member (at
+   * once for errors and MEMBER_ID_REQUIRED; after the rebalance for a
+   * parked join).
+   */
+  joinGroup(p: JoinGroupParams): Promise<JoinGroupResult> {
+    const pre = this.groupRequestError(p.groupId);
+    if (pre !== ErrorCode.NONE) return Promise.resolve(joinError(pre, p.memberId));
+    if (p.sessionTimeoutMs < this.config.minSessionTimeoutMs || p.sessionTimeoutMs > this.config.maxSessionTimeoutMs) {
+      return Promise.resolve(joinError(ErrorCode.INVALID_SESSION_TIMEOUT, p.memberId));
+    }
+    const shard = this.shardOf(p.groupId);
+    if (!shard) return Promise.resolve(joinError(ErrorCode.NOT_COORDINATOR, p.memberId));
+    const waiter = new Waiter<JoinGroupResult>();
+    this.join(shard, p, waiter);
+    return waiter.promise;
+  }
+
+  private join(shard: Shard, p: JoinGroupParams, waiter: Waiter<JoinGroupResult>): void {
+    const isUnknownMember = p.memberId === '';
+    let group = shard.groups.get(p.groupId);
+    if (!group) {
+      // A group is created only by a member without an id; one naming itself has lost its group.
+      if (!isUnknownMember) {
+        waiter.complete(joinError(ErrorCode.UNKNOWN_MEMBER_ID, p.memberId));
+        return;
+      }
+      group = new ClassicGroup(p.groupId, { state: 'Empty', now: this.timer.now() });
+      const error = this.append(shard, [groupMetadataRecord(p.groupId, this.emptyGroupValue(group))]);
+      if (error !== ErrorCode.NONE) {
+        waiter.complete(joinError(appendErrorToResponseError(error), ''));
+        return;
+      }
+      shard.groups.set(p.groupId, group);
+    }
+    if (!this.acceptJoiningMember(group, p.memberId)) {
+      group.remove(p.memberId);
+      waiter.complete(joinError(ErrorCode.GROUP_MAX_SIZE_REACHED, ''));
+    } else if (isUnknownMember) {
+      this.joinNewMember(shard, group, p, waiter);
+    } else {
+      this.joinExistingMember(shard, group, p, waiter);
+    }
+  }
+
+  /** group.max.size: members already in the rebalance stay; new ones come in while there is room. */
+  private acceptJoiningMember(group: ClassicGroup, memberId: string): boolean {
+    switch (group.state) {
+      case 'Empty':
+      case 'Dead':
+        return true;
+      case 'PreparingRebalance':
+        return group.members.get(memberId)?.isAwaitingJoin === true || group.numAwaitingJoin < this.config.maxSize;
+      case 'CompletingRebalance':
+      case 'Stable':
+        return group.members.has(memberId) || group.numMembers < this.config.maxSize;
+    }
+  }
+
+  private joinNewMember(shard: Shard, group: ClassicGroup, p: JoinGroupParams, waiter: Waiter<JoinGroupResult>): void {
+    if (group.is('Dead')) {
+      waiter.complete(joinError(ErrorCode.COORDINATOR_NOT_AVAILABLE, ''));
+      return;
+    }
+    if (!group.supportsProtocols(p.protocolType, p.protocols)) {
+      waiter.complete(joinError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ''));
+      return;
+    }
+    const newMemberId = group.generateMemberId(p.clientId, p.groupInstanceId);
+    if (p.groupInstanceId !== null) {
+      const existing = group.staticMembers.get(p.groupInstanceId);
+      if (existing !== undefined) {
+        this.log.info({ group: group.groupId, groupInstanceId: p.groupInstanceId, oldMemberId: existing, newMemberId }, 'static member rejoins; replacing its previous member id');
+        this.updateStaticMemberThenRebalanceOrCompleteJoin(shard, group, p, existing, newMemberId, waiter);
+      } else {
+        this.addMemberThenRebalanceOrCompleteJoin(shard, group, p, newMemberId, waiter);
+      }
+      return;
+    }
+    if (p.requireKnownMemberId) {
+      // The member must come back with this id; until it does it is pending, and expires with its session.
+      group.addPendingMember(newMemberId);
+      this.timer.schedule(heartbeatKey(group.groupId, newMemberId), p.sessionTimeoutMs, () => this.expireHeartbeat(shard, group.groupId, newMemberId));
+      waiter.complete(joinError(ErrorCode.MEMBER_ID_REQUIRED, newMemberId));
+      return;
+    }
+    this.addMemberThenRebalanceOrCompleteJoin(shard, group, p, newMemberId, waiter);
+  }
+
+  private joinExistingMember(shard: Shard, group: ClassicGroup, p: JoinGroupParams, waiter: Waiter<JoinGroupResult>): void {
+    const { memberId } = p;
+    if (group.is('Dead')) {
+      waiter.complete(joinError(ErrorCode.COORDINATOR_NOT_AVAILABLE, memberId));
+      return;
+    }
+    if (!group.supportsProtocols(p.protocolType, p.protocols)) {
+      waiter.complete(joinError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, memberId));
+      return;
+    }
+    if (group.pendingJoinMembers.has(memberId)) {
+      // Pending ids are handed only to dynamic members.
+      if (p.groupInstanceId !== null) {
+        waiter.complete(joinError(ErrorCode.UNKNOWN_SERVER_ERROR, memberId));
+        return;
+      }
+      this.addMemberThenRebalanceOrCompleteJoin(shard, group, p, memberId, waiter);
+      return;
+    }
+    const error = group.memberError(memberId, p.groupInstanceId);
+    if (error !== ErrorCode.NONE) {
+      waiter.complete(joinError(error, memberId));
+      return;
+    }
+    const member = group.members.get(memberId)!;
+    switch (group.state) {
+      case 'PreparingRebalance':
+        this.updateMemberThenRebalanceOrCompleteJoin(shard, group, member, p, waiter);
+        return;
+      case 'CompletingRebalance':
+        // The same metadata again: the member lost its JoinGroup answer; send it again.
+        if (member.matches(p.protocols)) waiter.complete(this.currentJoinResult(group, memberId, group.isLeader(memberId)));
+        else this.updateMemberThenRebalanceOrCompleteJoin(shard, group, member, p, waiter);
+        return;
+      case 'Stable':
+        // The leader rejoining asks for a rebalance (its view of the topics may have changed); a follower only when its metadata did.
+        if (group.isLeader(memberId) || !member.matches(p.protocols)) this.updateMemberThenRebalanceOrCompleteJoin(shard, group, member, p, waiter);
+        else waiter.complete(this.currentJoinResult(group, memberId, false));
+        return;
+      default:
+        this.log.warn({ group: group.groupId, memberId, state: group.state }, 'rejoining member found its group in an unexpected state');
+        waiter.complete(joinError(ErrorCode.UNKNOWN_MEMBER_ID, memberId));
+    }
+  }
+
+  private currentJoinResult(group: ClassicGroup, memberId: string, withMembers: boolean): JoinGroupResult {
+    return {
+      errorCode: ErrorCode.NONE,
+      generationId: group.generationId,
+      protocolType: group.protocolType,
+      protocolName: group.protocolName,
+      leader: group.leaderId ?? '',
+      skipAssignment: false,
+      memberId,
+      members: withMembers ? group.joinedMembers() : [],
+    };
+  }
+
+  private updateMemberThenRebalanceOrCompleteJoin(shard: Shard, group: ClassicGroup, member: GroupMember, p: JoinGroupParams, waiter: Waiter<JoinGroupResult>): void {
+    group.updateMember(member, p.protocols, p.rebalanceTimeoutMs, p.sessionTimeoutMs, waiter);
+    this.maybePrepareRebalanceOrCompleteJoin(shard, group);
+  }
+
+  private addMemberThenRebalanceOrCompleteJoin(shard: Shard, group: ClassicGroup, p: JoinGroupParams, memberId: string, waiter: Waiter<JoinGroupResult>): void {
+    const member = new GroupMember(memberId, p.groupInstanceId, p.clientId, p.clientHost, p.rebalanceTimeoutMs, p.sessionTimeoutMs, p.protocolType, p.protocols);
+    member.isNew = true;
+    if (group.is('PreparingRebalance') && group.previousState === 'Empty') group.newMemberAdded = true;
+    group.add(member, waiter);
+    // A new member's parked join cannot heartbeat, and a client that gave up would leave it here for good: it expires.
+    this.rescheduleHeartbeat(shard, group, member, this.config.newMemberJoinTimeoutMs);
+    this.maybePrepareRebalanceOrCompleteJoin(shard, group);
+  }
+
+  private updateStaticMemberThenRebalanceOrCompleteJoin(
+    shard: Shard,
+    group: ClassicGroup,
+    p: JoinGroupParams,
+    oldMemberId: string,
+    newMemberId: string,
+    waiter: Waiter<JoinGroupResult>,
+  ): void {
+    const instanceId = p.groupInstanceId!;
+    const currentLeader = group.leaderId;
+    this.timer.cancel(heartbeatKey(group.groupId, oldMemberId));
+    const member = group.replaceStaticMember(instanceId, oldMemberId, newMemberId);
+    this.rescheduleHeartbeat(shard, group, member);
+    const old = { protocols: member.protocols, rebalanceTimeoutMs: member.rebalanceTimeoutMs, sessionTimeoutMs: member.sessionTimeoutMs };
+    group.updateMember(member, p.protocols, p.rebalanceTimeoutMs, p.sessionTimeoutMs, waiter);
+
+    if (group.is('Stable')) {
+      if ((group.protocolName ?? '') !== group.selectProtocol()) {
+        this.maybePrepareRebalanceOrCompleteJoin(shard, group);
+        return;
+      }
+      // The group's protocol stays: the member takes its old place and assignment, and the others carry on.
+      const error = this.append(shard, [groupMetadataRecord(group.groupId, this.groupValue(group, group.assignments()))]);
+      if (error !== ErrorCode.NONE) {
+        this.log.warn({ group: group.groupId, groupInstanceId: instanceId, error }, 'cannot persist the replaced static member; reverting to its previous member id');
+        group.updateMember(member, old.protocols, old.rebalanceTimeoutMs, old.sessionTimeoutMs, null);
+        this.timer.cancel(heartbeatKey(group.groupId, newMemberId));
+        const restored = group.replaceStaticMember(instanceId, newMemberId, oldMemberId);
+        this.rescheduleHeartbeat(shard, group, restored);
+        waiter.complete({
+          errorCode: appendErrorToResponseError(error),
+          generationId: group.generationId,
+          protocolType: group.protocolType,
+          protocolName: group.protocolName,
+          leader: currentLeader ?? '',
+          skipAssignment: false,
+          memberId: '',
+          members: [],
+        });
+        return;
+      }
+      if (p.supportsSkippingAssignment) {
+        const isLeader = group.isLeader(newMemberId);
+        group.completeJoin(member, { ...this.currentJoinResult(group, newMemberId, isLeader), skipAssignment: isLeader });
+      } else {
+        // The leader named is the one before the replacement, so a replaced leader does not assign again.
+        group.completeJoin(member, { ...this.currentJoinResult(group, newMemberId, false), leader: currentLeader ?? '' });
+      }
+      return;
+    }
+    if (group.is('CompletingRebalance')) {
+      // The leader may already be assigning for the old member id: start over.
+      this.prepareRebalance(shard, group);
+      return;
+    }
+    this.maybeCompleteJoinPhase(shard, group);
+  }
+
+  private maybePrepareRebalanceOrCompleteJoin(shard: Shard, group: ClassicGroup): void {
+    if (group.canRebalance) this.prepareRebalance(shard, group);
+    else this.maybeCompleteJoinPhase(shard, group);
+  }
+
+  private prepareRebalance(shard: Shard, group: ClassicGroup): void {
+    if (group.is('CompletingRebalance')) this.resetAndPropagateAssignmentWithError(shard, group, ErrorCode.REBALANCE_IN_PROGRESS);
+    this.removeSyncExpiration(group);
+    const isInitialRebalance = group.is('Empty');
+    if (isInitialRebalance) {
+      // A new group waits a little for more members before its first generation.
+      const delayMs = this.config.initialRebalanceDelayMs;
+      const remainingMs = Math.max(group.rebalanceTimeoutMs - delayMs, 0);
+      this.timer.schedule(joinKey(group.groupId), delayMs, () => this.tryCompleteInitialRebalance(shard, group.groupId, delayMs, remainingMs));
+    }
+    group.transitionTo('PreparingRebalance', this.timer.now());
+    this.log.info({ group: group.groupId, generation: group.generationId }, 'preparing to rebalance group');
+    if (!isInitialRebalance) this.maybeCompleteJoinElseSchedule(shard, group);
+  }
+
+  private maybeCompleteJoinElseSchedule(shard: Shard, group: ClassicGroup): void {
+    if (group.hasAllMembersJoined) this.completeJoin(shard, group);
+    else this.timer.schedule(joinKey(group.groupId), group.rebalanceTimeoutMs, () => this.completeJoinOf(shard, group.groupId));
+  }
+
+  private tryCompleteInitialRebalance(shard: Shard, groupId: string, delayMs: number, remainingMs: number): void {
+    const group = shard.groups.get(groupId);
+    if (!group) return;
+    if (group.newMemberAdded && remainingMs !== 0) {
+      group.newMemberAdded = false;
+      const newDelayMs = Math.min(this.config.initialRebalanceDelayMs, remainingMs);
+      const newRemainingMs = Math.max(remainingMs - delayMs, 0);
+      this.timer.schedule(joinKey(groupId), newDelayMs, () => this.tryCompleteInitialRebalance(shard, groupId, newDelayMs, newRemainingMs));
+    } else {
+      this.completeJoin(shard, group);
+    }
+  }
+
+  /** Completes the join phase now unless this is a new group's first rebalance (which its delay timer completes). */
+  private maybeCompleteJoinPhase(shard: Shard, group: ClassicGroup): void {
+    if (!group.is('PreparingRebalance') || group.previousState === 'Empty' || !group.hasAllMembersJoined) return;
+    this.completeJoin(shard, group);
+  }
+
+  private completeJoinOf(shard: Shard, groupId: string): void {
+    const group = shard.groups.get(groupId);
+    if (group) this.completeJoin(shard, group);
+  }
+
+  /**
+   * Ends the join phase: dynamic members that did not rejoin are dropped,
+   * the next generation starts, and every joined member gets its answer
+   * (the leader with everyone's metadata). A group left without members
+   * becomes Empty, and that is persisted.
+   */
+  private completeJoin(shard: Shard, group: ClassicGroup): void {
+    this.timer.cancel(joinKey(group.groupId));
+    for (const m of group.notYetRejoinedMembers()) {
+      if (m.isStatic) continue;
+      group.remove(m.memberId);
+      this.timer.cancel(heartbeatKey(group.groupId, m.memberId));
+    }
+    if (group.is('Dead')) return;
+    if (!group.maybeElectNewJoinedLeader() && group.numMembers > 0) {
+      // Only static members remain and none rejoined: wait again, until their sessions end.
+      this.log.warn({ group: group.groupId }, 'no member rejoined; waiting another rebalance timeout');
+      this.timer.schedule(joinKey(group.groupId), group.rebalanceTimeoutMs, () => this.completeJoinOf(shard, group.groupId));
+      return;
+    }
+    const now = this.timer.now();
+    group.initNextGeneration(now);
+    if (group.is('Empty')) {
+      this.log.info({ group: group.groupId, generation: group.generationId }, 'group is now empty');
+      const error = this.append(shard, [groupMetadataRecord(group.groupId, this.groupValue(group, new Map()))]);
+      // Nothing to answer: with no members, the previous generation coming back after a crash only times out.
+      if (error !== ErrorCode.NONE) this.log.warn({ group: group.groupId, error }, 'cannot persist the empty group');
+      return;
+    }
+    this.log.info({ group: group.groupId, generation: group.generationId, members: group.numMembers, protocol: group.protocolName }, 'group completed its join phase');
+    for (const member of group.members.values()) {
+      group.completeJoin(member, this.currentJoinResult(group, member.memberId, group.isLeader(member.memberId)));
+      this.rescheduleHeartbeat(shard, group, member);
+      member.isNew = false;
+      group.pendingSyncMembers.add(member.memberId);
+    }
+    const generationId = group.generationId;
+    this.timer.schedule(syncKey(group.groupId), group.rebalanceTimeoutMs, () => this.expirePendingSync(shard, group.groupId, generationId));
+  }
+
+  private expirePendingSync(shard: Shard, groupId: string, generationId: number): void {
+    const group = shard.groups.get(groupId);
+    if (!group || group.generationId !== generationId) return;
+    if (!group.is('CompletingRebalance') && !group.is('Stable')) return;
+    if (group.pendingSyncMembers.size === 0) return;
+    const missing = [...group.pendingSyncMembers];
+    for (const memberId of missing) {
+      group.remove(memberId);
+      this.timer.cancel(heartbeatKey(groupId, memberId));
+    }
+    this.log.info({ group: groupId, members: missing }, 'removing members that sent no SyncGroup within the rebalance timeout');
+    this.prepareRebalance(shard, group);
+  }
+
+  private removeSyncExpiration(group: ClassicGroup): void {
+    group.pendingSyncMembers.clear();
+    this.timer.cancel(syncKey(group.groupId));
+  }
+
+  private rescheduleHeartbeat(shard: Shard, group: ClassicGroup, member: GroupMember, timeoutMs = member.sessionTimeoutMs): void {
+    const { groupId } = group;
+    const { memberId } = member;
+    this.timer.schedule(heartbeatKey(groupId, memberId), timeoutMs, () => this.expireHeartbeat(shard, groupId, memberId));
+  }
+
+  /** A member's session ran out: it leaves, unless it is parked in a join or sync of this rebalance. */
+  private expireHeartbeat(shard: Shard, groupId: string, memberId: string): void {
+    const group = shard.groups.get(groupId);
+    if (!group || group.is('Dead')) return;
+    if (group.pendingJoinMembers.has(memberId)) {
+      group.remove(memberId);
+      if (group.is('PreparingRebalance') && group.hasAllMembersJoined) this.completeJoin(shard, group);
+      return;
+    }
+    const member = group.members.get(memberId);
+    if (!member || member.hasSatisfiedHeartbeat) return;
+    this.log.info({ group: groupId, memberId }, 'member session expired; removing it from the group');
+    this.removeMemberAndUpdateGroup(shard, group, member);
+  }
+
+  private removeMemberAndUpdateGroup(shard: Shard, group: ClassicGroup, member: GroupMember): void {
+    // A new member may time out with its join still parked: it is answered so that it may join again.
+    group.completeJoin(member, joinError(ErrorCode.UNKNOWN_MEMBER_ID, ''));
+    this.removeFromGroup(group, member.memberId);
+    if (group.is('Stable') || group.is('CompletingRebalance')) this.maybePrepareRebalanceOrCompleteJoin(shard, group);
+    else if (group.is('PreparingRebalance') && group.hasAllMembersJoined) this.completeJoin(shard, group);
+  }
+
+  /** Removes a member; a SyncGroup it still has parked is answered rather than left hanging. */
+  private removeFromGroup(group: ClassicGroup, memberId: string): void {
+    const member = group.members.get(memberId);
+    if (member) group.completeSync(member, syncError(ErrorCode.UNKNOWN_MEMBER_ID));
+    group.remove(memberId);
+  }
+
+  private propagateAssignment(shard: Shard, group: ClassicGroup, errorCode: number): void {
+    const ok = errorCode === ErrorCode.NONE;
+    for (const member of group.members.values()) {
+      const answered = group.completeSync(member, {
+        errorCode,
+        protocolType: ok ? group.protocolType : null,
+        protocolName: ok ? group.protocolName : null,
+        assignment: member.assignment,
+      });
+      // Sessions restart once the assignment is out: an expiry while it was awaited was ignored.
+      if (answered) this.rescheduleHeartbeat(shard, group, member);
+    }
+  }
+
+  private resetAndPropagateAssignmentWithError(shard: Shard, group: ClassicGroup, errorCode: number): void {
+    for (const m of group.members.values()) m.assignment = EMPTY;
+    this.propagateAssignment(shard, group, errorCode);
+  }
+
+  /** SyncGroup. Resolves when this member's assignment is known (or with an error). */
+  syncGroup(p: SyncGroupParams): Promise<SyncGroupResult> {
+    const pre = this.groupRequestError(p.groupId);
+    if (pre !== ErrorCode.NONE) return Promise.resolve(syncError(pre));
+    const shard = this.shardOf(p.groupId);
+    if (!shard) return Promise.resolve(syncError(ErrorCode.NOT_COORDINATOR));
+    const group = shard.groups.get(p.groupId);
+    if (!group || group.is('Empty')) return Promise.resolve(syncError(ErrorCode.UNKNOWN_MEMBER_ID));
+    const error = this.syncGroupError(group, p);
+    if (error !== ErrorCode.NONE) return Promise.resolve(syncError(error));
+    const member = group.members.get(p.memberId)!;
+    switch (group.state) {
+      case 'PreparingRebalance':
+        return Promise.resolve(syncError(ErrorCode.REBALANCE_IN_PROGRESS));
+      case 'CompletingRebalance': {
+        const waiter = new Waiter<SyncGroupResult>();
+        // As with joins, a SyncGroup sent again replaces the parked one, which is answered.
+        member.syncWaiter?.complete(syncError(ErrorCode.REBALANCE_IN_PROGRESS));
+        member.syncWaiter = waiter;
+        this.removePendingSyncMember(group, p.memberId);
+        if (group.isLeader(p.memberId)) this.completeSync(shard, group, p);
+        return waiter.promise;
+      }
+      case 'Stable':
+        this.removePendingSyncMember(group, p.memberId);
+        return Promise.resolve({ errorCode: ErrorCode.NONE, protocolType: group.protocolType, protocolName: group.protocolName, assignment: member.assignment });
+      default:
+        return Promise.resolve(syncError(ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    }
+  }
+
+  /**
+   * The leader's assignment arrived: persist it, and once every in-sync
+   * replica of the group's partition has it, hand every member its part (as
+   * Kafka does in its append callback). When it cannot be written or
+   * replicated, every member gets the error and the group rebalances.
+   */
+  private completeSync(shard: Shard, group: ClassicGroup, p: SyncGroupParams): void {
+    const assignment = new Map<string, Buffer>();
+    for (const a of p.assignments) assignment.set(a.memberId, a.assignment);
+    const missing = [...group.members.keys()].filter((id) => !assignment.has(id));
+    for (const id of missing) assignment.set(id, EMPTY);
+    if (missing.length > 0) this.log.warn({ group: group.groupId, generation: group.generationId, members: missing }, 'setting empty assignments for members the leader left out');
+    this.log.info({ group: group.groupId, generation: group.generationId, leader: p.memberId, members: group.numMembers }, 'assignment received from the group leader');
+    const error = this.append(shard, [groupMetadataRecord(group.groupId, this.groupValue(group, assignment))]);
+    const generation = group.generationId;
+    const stored = (code: number): void => {
+      // The group may have moved on meanwhile (a member left, a new rebalance, the partition went elsewhere).
+      if (this.shardOf(group.groupId) !== shard || shard.groups.get(group.groupId) !== group || group.generationId !== generation || !group.is('CompletingRebalance')) return;
+      if (code !== ErrorCode.NONE) {
+        this.resetAndPropagateAssignmentWithError(shard, group, appendErrorToResponseError(code));
+        this.maybePrepareRebalanceOrCompleteJoin(shard, group);
+        return;
+      }
+      for (const m of group.members.values()) m.assignment = assignment.get(m.memberId) ?? EMPTY;
+      this.propagateAssignment(shard, group, ErrorCode.NONE);
+      group.transitionTo('Stable', this.timer.now());
+    };
+    if (error !== ErrorCode.NONE || !this.store.replicated) {
+      stored(error);
+      return;
+    }
+    void this.store
+      .replicated(shard.partition, this.config.offsetCommitTimeoutMs)
+      .then(stored)
+      .catch((err: unknown) => this.log.warn({ group: group.groupId, err }, 'could not hand out the assignment after it was replicated'));
+  }
+
+  private syncGroupError(group: ClassicGroup, p: SyncGroupParams): number {
+    if (group.is('Dead')) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    const error = group.memberError(p.memberId, p.groupInstanceId);
+    if (error !== ErrorCode.NONE) return error;
+    if (p.generationId !== group.generationId) return ErrorCode.ILLEGAL_GENERATION;
+    if ((p.protocolType !== null && p.protocolType !== group.protocolType) || (p.protocolName !== null && p.protocolName !== group.protocolName)) {
+      return ErrorCode.INCONSISTENT_GROUP_PROTOCOL;
+    }
+    return ErrorCode.NONE;
+  }
+
+  private removePendingSyncMember(group: ClassicGroup, memberId: string): void {
+    group.pendingSyncMembers.delete(memberId);
+    if (!(group.is('CompletingRebalance') || group.is('Stable')) || group.pendingSyncMembers.size === 0) this.timer.cancel(syncKey(group.groupId));
+  }
+
+  /** Heartbeat: the error code. A live member's session restarts. */
+  heartbeat(p: HeartbeatParams): number {
+    const pre = this.groupRequestError(p.groupId);
+    if (pre !== ErrorCode.NONE) return pre;
+    const shard = this.shardOf(p.groupId);
+    if (!shard) return ErrorCode.NOT_COORDINATOR;
+    const group = shard.groups.get(p.groupId);
+    if (!group) return ErrorCode.UNKNOWN_MEMBER_ID;
+    if (group.is('Dead')) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    const error = group.memberError(p.memberId, p.groupInstanceId);
+    if (error !== ErrorCode.NONE) return error;
+    if (p.generationId !== group.generationId) return ErrorCode.ILLEGAL_GENERATION;
+    const member = group.members.get(p.memberId)!;
+    switch (group.state) {
+      case 'PreparingRebalance':
+        this.rescheduleHeartbeat(shard, group, member);
+        return ErrorCode.REBALANCE_IN_PROGRESS;
+      case 'CompletingRebalance':
+      case 'Stable':
+        // Members may heartbeat as soon as they have their JoinGroup answer.
+        this.rescheduleHeartbeat(shard, group, member);
+        return ErrorCode.NONE;
+      default:
+        return ErrorCode.UNKNOWN_MEMBER_ID;
+    }
+  }
+
+  /**
+   * LeaveGroup for each member named (by member id, or by group instance id
+   * alone, which removes a static member administratively).
+   */
+  leaveGroup(groupId: string, members: readonly { memberId: string; groupInstanceId: string | null }[]): LeaveGroupResult {
+    const pre = this.groupRequestError(groupId);
+    if (pre !== ErrorCode.NONE) return { errorCode: pre, members: [] };
+    const shard = this.shardOf(groupId);
+    if (!shard) return { errorCode: ErrorCode.NOT_COORDINATOR, members: [] };
+    const group = shard.groups.get(groupId);
+    if (!group) return { errorCode: ErrorCode.NONE, members: members.map((m) => ({ ...m, errorCode: ErrorCode.UNKNOWN_MEMBER_ID })) };
+    if (group.is('Dead')) return { errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, members: [] };
+    const answers: LeaveGroupResult['members'] = [];
+    for (const m of members) {
+      let errorCode: number = ErrorCode.NONE;
+      if (m.memberId === '') {
+        const staticId = m.groupInstanceId !== null ? group.staticMembers.get(m.groupInstanceId) : undefined;
+        if (staticId !== undefined) this.removeCurrentMember(group, staticId);
+        else errorCode = ErrorCode.UNKNOWN_MEMBER_ID;
+      } else if (group.pendingJoinMembers.has(m.memberId)) {
+        group.remove(m.memberId);
+        this.timer.cancel(heartbeatKey(groupId, m.memberId));
+      } else {
+        errorCode = group.memberError(m.memberId, m.groupInstanceId);
+        if (errorCode === ErrorCode.NONE) this.removeCurrentMember(group, m.memberId);
+      }
+      if (errorCode === ErrorCode.NONE) this.log.info({ group: groupId, memberId: m.memberId, groupInstanceId: m.groupInstanceId }, 'member left the group');
+      answers.push({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, errorCode });
+    }
+    if (answers.some((a) => a.errorCode === ErrorCode.NONE)) {
+      if (group.is('Stable') || group.is('CompletingRebalance')) this.maybePrepareRebalanceOrCompleteJoin(shard, group);
+      else if (group.is('PreparingRebalance')) this.maybeCompleteJoinPhase(shard, group);
+    }
+    return { errorCode: ErrorCode.NONE, members: answers };
+  }
+
+  private removeCurrentMember(group: ClassicGroup, memberId: string): void {
+    const member = group.members.get(memberId)!;
+    this.timer.cancel(heartbeatKey(group.groupId, memberId));
+    group.completeJoin(member, joinError(ErrorCode.UNKNOWN_MEMBER_ID, ''));
+    this.removeFromGroup(group, memberId);
+  }
+
+  // ---- offsets --------------------------------------------------------------------------------
+
+  /**
+   * OffsetCommit for partitions the caller has checked exist. Every
+   * partition gets the group's error when the commit is refused as a whole.
+   * The offsets count at once (OffsetFetch, expiry, deletions); the caller
+   * answers only after replicated() (see api/offset-commit.ts).
+   */
+  commitOffsets(p: OffsetCommitParams): TopicPartitionErrors[] {
+    const all = (errorCode: number): TopicPartitionErrors[] =>
+      p.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((x) => ({ partitionIndex: x.partitionIndex, errorCode })) }));
+    if (this.stopped) return all(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    const shard = this.shardOf(p.groupId);
+    if (!shard) return all(ErrorCode.NOT_COORDINATOR);
+    const now = this.timer.now();
+    let group = shard.groups.get(p.groupId);
+    let created = false;
+    if (!group) {
+      if (p.generationId >= 0) return all(p.groupIdNotFoundKnown ? ErrorCode.GROUP_ID_NOT_FOUND : ErrorCode.ILLEGAL_GENERATION);
+      // Commits from outside any membership (admin tools, assign()) get a "simple" group: empty, without a protocol.
+      group = new ClassicGroup(p.groupId, { state: 'Empty', now });
+      created = true;
+    }
+    const error = this.commitError(group, p);
+    if (error !== ErrorCode.NONE) return all(error);
+    // A commit keeps a member's session alive while the group is stable or rebalancing.
+    const member = group.members.get(p.memberId);
+    if (member && (group.is('Stable') || group.is('PreparingRebalance'))) this.rescheduleHeartbeat(shard, group, member);
+
+    const expireTimestampMs = p.retentionTimeMs === -1n ? null : now + Number(p.retentionTimeMs);
+    const records: CoordinatorRecord[] = [];
+    const commits: { topic: string; partition: number; offset: CommittedOffset }[] = [];
+    const answers: TopicPartitionErrors[] = p.topics.map((t) => ({
+      name: t.name,
+      partitions: t.partitions.map((x) => {
+        const metadata = x.committedMetadata ?? '';
+        if (metadata.length > this.config.offsetMetadataMaxBytes) return { partitionIndex: x.partitionIndex, errorCode: ErrorCode.OFFSET_METADATA_TOO_LARGE };
+        const offset: CommittedOffset = {
+          offset: x.committedOffset,
+          leaderEpoch: x.committedLeaderEpoch,
+          metadata,
+          commitTimestampMs: x.commitTimestamp === -1n ? now : Number(x.commitTimestamp),
+          expireTimestampMs,
+        };
+        commits.push({ topic: t.name, partition: x.partitionIndex, offset });
+        records.push(offsetCommitRecord(p.groupId, t.name, x.partitionIndex, offsetValue(offset)));
+        return { partitionIndex: x.partitionIndex, errorCode: ErrorCode.NONE };
+      }),
+    }));
+    let baseOffset = -1n;
+    if (records.length > 0) {
+      const appended = this.appendAt(shard, records);
+      if (appended.errorCode !== ErrorCode.NONE) return all(appendErrorToResponseError(appended.errorCode));
+      baseOffset = appended.baseOffset;
+    }
+    if (created) shard.groups.set(p.groupId, group);
+    commits.forEach((c, i) => shard.setOffset(p.groupId, c.topic, c.partition, { ...c.offset, recordOffset: baseOffset + BigInt(i) }));
+    return answers;
+  }
+
+  /**
+   * TxnOffsetCommit for partitions the caller has checked exist: the
+   * offsets are written as a transactional batch of the producer and stay
+   * pending until `completeTransaction`. Every partition gets the error
+   * when the commit is refused as a whole (an append refused because the
+   * producer's epoch is old answers INVALID_PRODUCER_EPOCH, as Kafka 4.0's
+   * coordinator passes it through).
+   *
+   * Example: commitTransactionalOffsets({ transactionalId: 'tx', groupId: 'g',
+   * producerId: 7n, producerEpoch: 0, generationId: -1, memberId: '',
+   * groupInstanceId: null, topics: [{ name: 't', partitions: [{
+   * partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1,
+   * committedMetadata: null }] }] }) -> [{ name: 't', partitions: [{
+   * partitionIndex: 0, errorCode: 0 }] }], and t-0 stays at its previous
+   * commit for OffsetFetch until the transaction commits.
+   */
+  commitTransactionalOffsets(p: TxnOffsetCommitParams): TopicPartitionErrors[] {
+    const all = (errorCode: number): TopicPartitionErrors[] =>
+      p.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((x) => ({ partitionIndex: x.partitionIndex, errorCode })) }));
+    const pre = this.groupRequestError(p.groupId);
+    if (pre !== ErrorCode.NONE) return all(pre);
+    const shard = this.shardOf(p.groupId);
+    if (!shard) return all(ErrorCode.NOT_COORDINATOR);
+    const now = this.timer.now();
+    let group = shard.groups.get(p.groupId);
+    let created = false;
+    if (!group) {
+      if (p.generationId >= 0) return all(ErrorCode.ILLEGAL_GENERATION);
+      group = new ClassicGroup(p.groupId, { state: 'Empty', now });
+      created = true;
+    }
+    const error = txnCommitError(group, p);
+    if (error !== ErrorCode.NONE) return all(error);
+
+    const records: CoordinatorRecord[] = [];
+    const commits: { topic: string; partition: number; offset: CommittedOffset }[] = [];
+    const answers: TopicPartitionErrors[] = p.topics.map((t) => ({
+      name: t.name,
+      partitions: t.partitions.map((x) => {
+        const metadata = x.committedMetadata ?? '';
+        if (metadata.length > this.config.offsetMetadataMaxBytes) return { partitionIndex: x.partitionIndex, errorCode: ErrorCode.OFFSET_METADATA_TOO_LARGE };
+        const offset: CommittedOffset = { offset: x.committedOffset, leaderEpoch: x.committedLeaderEpoch, metadata, commitTimestampMs: now, expireTimestampMs: null };
+        commits.push({ topic: t.name, partition: x.partitionIndex, offset });
+        records.push(offsetCommitRecord(p.groupId, t.name, x.partitionIndex, offsetValue(offset)));
+        return { partitionIndex: x.partitionIndex, errorCode: ErrorCode.NONE };
+      }),
+    }));
+    let baseOffset = -1n;
+    if (records.length > 0) {
+      const appended = this.appendAt(shard, records, { producerId: p.producerId, producerEpoch: p.producerEpoch });
+      if (appended.errorCode !== ErrorCode.NONE) return all(appendErrorToResponseError(appended.errorCode));
+      baseOffset = appended.baseOffset;
+    }
+    if (created) shard.groups.set(p.groupId, group);
+    commits.forEach((c, i) => shard.setPending(p.producerId, p.groupId, c.topic, c.partition, { ...c.offset, recordOffset: baseOffset + BigInt(i) }));
+    return answers;
+  }
+
+  /**
+   * A COMMIT or ABORT marker of `producerId` was appended to partition
+   * `offsetsPartition` of __consumer_offsets: on commit the producer's
+   * pending offsets there become committed (each unless the committed one
+   * was written after it); on abort they are dropped. A partition this
+   * broker does not coordinate is ignored.
+   *
+   * Example: after commitTransactionalOffsets with producer 7 put g's t-0 at
+   * 5 (pending), completeTransaction(partitionFor('g', 50), 7n, true) ->
+   * fetchOffsets('g', [{ name: 't', partitionIndexes: [0] }]) answers 5.
+   */
+  completeTransaction(offsetsPartition: number, producerId: bigint, commit: boolean): void {
+    const shard = this.shards.get(offsetsPartition);
+    if (!shard) return;
+    const done = shard.completeTransaction(producerId, commit);
+    if (done) this.log.info({ partition: offsetsPartition, producerId: String(producerId), commit, ...done }, 'completed transactional offset commits');
+  }
+
+  /** Kafka's ClassicGroup.validateOffsetCommit, for commits outside a transaction. */
+  private commitError(group: ClassicGroup, p: OffsetCommitParams): number {
+    if (group.is('Dead')) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    // Generation -1 on an empty group: an admin client or a consumer without group management.
+    if (p.generationId < 0 && group.is('Empty')) return ErrorCode.NONE;
+    if (p.generationId >= 0 || p.memberId !== '' || p.groupInstanceId !== null) {
+      const error = group.memberError(p.memberId, p.groupInstanceId);
+      if (error !== ErrorCode.NONE) return error;
+      if (p.generationId !== group.generationId) return ErrorCode.ILLEGAL_GENERATION;
+    } else if (!group.is('Empty')) {
+      // No member and no generation (OffsetCommit v0): only an empty group takes it.
+      return ErrorCode.UNKNOWN_MEMBER_ID;
+    }
+    // The member has its JoinGroup answer but the group has no assignment yet.
+    if (group.is('CompletingRebalance')) return ErrorCode.REBALANCE_IN_PROGRESS;
+    return ErrorCode.NONE;
+  }
+
+  /**
+   * OffsetFetch for one group: the named partitions (-1 and no error for
+   * those without a commit, and for every partition of a group this
+   * coordinator does not know), or with `topics` null every committed one.
+   * Pending transactional offsets are never answered; with `requireStable`
+   * (OffsetFetch v7+) a partition that has one answers
+   * UNSTABLE_OFFSET_COMMIT instead of its committed offset, so that the
+   * client asks again once the transaction is over.
+   */
+  fetchOffsets(groupId: string, topics: readonly { name: string; partitionIndexes: readonly number[] }[] | null, requireStable = false): OffsetFetchResult {
+    const failed = (errorCode: number): OffsetFetchResult => ({
+      errorCode,
+      topics: (topics ?? []).map((t) => ({ name: t.name, partitions: t.partitionIndexes.map((i) => noOffset(i, errorCode)) })),
+    });
+    if (this.stopped) return failed(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    const shard = this.shardOf(groupId);
+    if (!shard) return failed(ErrorCode.NOT_COORDINATOR);
+    const group = shard.groups.get(groupId);
+    const known = group !== undefined && !group.is('Dead');
+    const offsets = known ? shard.offsetsOf(groupId) : undefined;
+    const unstable = (topic: string, i: number): boolean => known && requireStable && shard.hasPendingOffset(groupId, topic, i);
+    if (topics === null) {
+      return {
+        errorCode: ErrorCode.NONE,
+        topics: [...(offsets ?? new Map<string, Map<number, CommittedOffset>>())].map(([name, byPartition]) => ({
+          name,
+          partitions: [...byPartition].map(([i, o]) => (unstable(name, i) ? noOffset(i, ErrorCode.UNSTABLE_OFFSET_COMMIT) : fetched(i, o))),
+        })),
+      };
+    }
+    return {
+      errorCode: ErrorCode.NONE,
+      topics: topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitionIndexes.map((i) => {
+          if (unstable(t.name, i)) return noOffset(i, ErrorCode.UNSTABLE_OFFSET_COMMIT);
+          const o = offsets?.get(t.name)?.get(i);
+          return o ? fetched(i, o) : noOffset(i, ErrorCode.NONE);
+        }),
+      })),
+    };
+  }
+
+  /**
+   * OffsetDelete: removes committed offsets of topics the group does not
+   * subscribe to; a partition's pending transactional offsets go with it
+   * (a tombstone is written when either exists).
+   */
+  deleteOffsets(groupId: string, topics: readonly { name: string; partitions: readonly number[] }[]): OffsetDeleteResult {
+    const pre = this.groupRequestError(groupId);
+    if (pre !== ErrorCode.NONE) return { errorCode: pre, topics: [] };
+    const shard = this.shardOf(groupId);
+    if (!shard) return { errorCode: ErrorCode.NOT_COORDINATOR, topics: [] };
+    const group = shard.groups.get(groupId);
+    if (!group || group.is('Dead')) return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
+    if (!group.is('Empty') && !group.usesConsumerProtocol) return { errorCode: ErrorCode.NON_EMPTY_GROUP, topics: [] };
+    const records: CoordinatorRecord[] = [];
+    const removed: { topic: string; partition: number }[] = [];
+    const answers = topics.map((t) => ({
+      name: t.name,
+      partitions: t.partitions.map((partitionIndex) => {
+        if (group.isSubscribedToTopic(t.name)) return { partitionIndex, errorCode: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC };
+        if (shard.offsetOf(groupId, t.name, partitionIndex) || shard.hasPendingOffset(groupId, t.name, partitionIndex)) {
+          records.push(offsetCommitRecord(groupId, t.name, partitionIndex, null));
+          removed.push({ topic: t.name, partition: partitionIndex });
+        }
+        return { partitionIndex, errorCode: ErrorCode.NONE };
+      }),
+    }));
+    if (records.length > 0) {
+      const error = this.append(shard, records);
+      if (error !== ErrorCode.NONE) return { errorCode: appendErrorToResponseError(error), topics: [] };
+    }
+    for (const r of removed) shard.removeOffset(groupId, r.topic, r.partition);
+    return { errorCode: ErrorCode.NONE, topics: answers };
+  }
+
+  /**
+   * Expires offsets as Kafka does: an empty group's offsets once
+   * offsets.retention.minutes have passed since it became empty (or since
+   * the commit, for groups loaded without that time, and for simple groups);
+   * a stable consumer group's offsets of topics it no longer subscribes to,
+   * counted from the commit; a commit's own expire timestamp when it has
+   * one. An offset with a pending transactional commit of its partition
+   * stays until the transaction ends. An empty group left without offsets
+   * is deleted, unless a transaction of it is still open.
+   */
+  expireOffsets(): void {
+    const now = this.timer.now();
+    for (const shard of this.shards.values()) {
+      const records: CoordinatorRecord[] = [];
+      const expired: { groupId: string; topic: string; partition: number }[] = [];
+      const deleted: string[] = [];
+      for (const [groupId, group] of shard.groups) {
+        const offsets = shard.offsetsOf(groupId);
+        let allExpired = true;
+        const base = this.expirationBase(group);
+        if (offsets && base === null) allExpired = false;
+        else if (offsets && base !== null) {
+          for (const [topic, byPartition] of offsets) {
+            if (group.isSubscribedToTopic(topic)) {
+              allExpired = false;
+              continue;
+            }
+            for (const [partition, o] of byPartition) {
+              const gone = o.expireTimestampMs !== null ? now >= o.expireTimestampMs : now - base(o) >= this.config.offsetsRetentionMs;
+              if (gone && !shard.hasPendingOffset(groupId, topic, partition)) {
+                records.push(offsetCommitRecord(groupId, topic, partition, null));
+                expired.push({ groupId, topic, partition });
+              } else allExpired = false;
+            }
+          }
+        }
+        if (allExpired && group.is('Empty') && !shard.hasOpenTransactions(groupId)) {
+          records.push(groupMetadataRecord(groupId, null));
+          deleted.push(groupId);
+        }
+      }
+      if (records.length === 0) continue;
+      const error = this.append(shard, records);
+      if (error !== ErrorCode.NONE) {
+        this.log.warn({ partition: shard.partition, error }, 'cannot persist expired offsets; will try again');
+        continue;
+      }
+      for (const e of expired) shard.removeOffset(e.groupId, e.topic, e.partition);
+      for (const groupId of deleted) this.dropGroup(shard, groupId);
+      if (expired.length > 0 || deleted.length > 0) this.log.info({ partition: shard.partition, offsets: expired.length, groups: deleted.length }, 'expired offsets and removed groups');
+    }
+  }
+
+  /** What an offset's age counts from, or null when none of the group's offsets may expire now. */
+  private expirationBase(group: ClassicGroup): ((o: CommittedOffset) => number) | null {
+    if (group.protocolType === null) return (o) => o.commitTimestampMs;
+    if (group.is('Empty')) {
+      const since = group.stateTimestamp;
+      return (o) => since ?? o.commitTimestampMs;
+    }
+    if (group.usesConsumerProtocol && group.subscribedTopics !== null && group.is('Stable')) return (o) => o.commitTimestampMs;
+    return null;
+  }
+
+  private scheduleOffsetExpiry(): void {
+    this.timer.schedule(EXPIRE_OFFSETS_KEY, this.config.offsetsRetentionCheckIntervalMs, () => {
+      try {
+        this.expireOffsets();
+      } catch (err) {
+        this.log.warn({ err }, 'offset expiry failed');
+      }
+      this.scheduleOffsetExpiry();
+    });
+  }
+
+  // ---- administration ------------------------------------------------------------------------
+
+  /**
+   * ListGroups: the groups this broker coordinates, filtered by state
+   * (case-insensitive) and type when the filters are not empty.
+   */
+  listGroups(statesFilter: readonly string[], typesFilter: readonly string[]): ListedGroup[] {
+    const states = new Set(statesFilter.map((s) => s.trim().toLowerCase()));
+    const types = new Set(typesFilter.map((t) => t.trim().toLowerCase()));
+    const out: ListedGroup[] = [];
+    for (const shard of this.shards.values()) {
+      for (const group of shard.groups.values()) {
+        if (group.is('Dead')) continue;
+        if (states.size > 0 && !states.has(group.state.toLowerCase())) continue;
+        if (types.size > 0 && !types.has('classic')) continue;
+        out.push({ groupId: group.groupId, protocolType: group.protocolType ?? '', groupState: group.state, groupType: 'classic' });
+      }
+    }
+    return out;
+  }
+
+  /** DescribeGroups for one group: a group this broker does not know is described as Dead, without error. */
+  describeGroup(groupId: string): DescribedGroup {
+    const described = (errorCode: number, groupState = ''): DescribedGroup => ({ errorCode, groupId, groupState, protocolType: '', protocolData: '', members: [] });
+    if (this.stopped) return described(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    const shard = this.shardOf(groupId);
+    if (!shard) return described(ErrorCode.NOT_COORDINATOR);
+    const group = shard.groups.get(groupId);
+    if (!group || group.is('Dead')) return described(ErrorCode.NONE, 'Dead');
+    const stable = group.is('Stable') && group.protocolName !== null;
+    return {
+      errorCode: ErrorCode.NONE,
+      groupId,
+      groupState: group.state,
+      protocolType: group.protocolType ?? '',
+      protocolData: stable ? group.protocolName! : '',
+      members: [...group.members.values()].map((m) => ({
+        memberId: m.memberId,
+        groupInstanceId: m.groupInstanceId,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+        memberMetadata: stable ? m.metadata(group.protocolName!) : EMPTY,
+        memberAssignment: m.assignment,
+      })),
+    };
+  }
+
+  /**
+   * DeleteGroups for one group: only an empty group goes, with its offsets,
+   * pending transactional ones included (one tombstone per partition).
+   */
+  deleteGroup(groupId: string): number {
+    if (this.stopped) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    const shard = this.shardOf(groupId);
+    if (!shard) return ErrorCode.NOT_COORDINATOR;
+    const group = shard.groups.get(groupId);
+    if (!group || group.is('Dead')) return ErrorCode.GROUP_ID_NOT_FOUND;
+    if (!group.is('Empty')) return ErrorCode.NON_EMPTY_GROUP;
+    const records: CoordinatorRecord[] = [];
+    for (const [topic, byPartition] of shard.offsetsOf(groupId) ?? []) {
+      for (const partition of byPartition.keys()) records.push(offsetCommitRecord(groupId, topic, partition, null));
+    }
+    for (const { topic, partition } of shard.pendingPartitionsOf(groupId)) {
+      if (!shard.offsetOf(groupId, topic, partition)) records.push(offsetCommitRecord(groupId, topic, partition, null));
+    }
+    records.push(groupMetadataRecord(groupId, null));
+    const error = this.append(shard, records);
+    if (error !== ErrorCode.NONE) return appendErrorToResponseError(error);
+    shard.dropOffsetsOf(groupId);
+    this.dropGroup(shard, groupId);
+    this.log.info({ group: groupId }, 'deleted group');
+    return ErrorCode.NONE;
+  }
+
+  // ---- partitions, persistence ---------------------------------------------------------------
+
+  private groupRequestError(groupId: string): number {
+    if (this.stopped) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    if (groupId === '') return ErrorCode.INVALID_GROUP_ID;
+    return ErrorCode.NONE;
+  }
+
+  /**
+   * Waits until what the group's partition of __consumer_offsets holds now
+   * is on every in-sync replica, as Kafka's coordinator answers only then:
+   * NONE, or the error to answer instead (COORDINATOR_NOT_AVAILABLE when the
+   * replicas do not follow in offsets.commit.timeout.ms, NOT_COORDINATOR when
+   * leadership moved). A handler calls it after the coordinator wrote the
+   * request's records and before it answers.
+   */
+  async replicated(groupId: string): Promise<number> {
+    if (this.numPartitions === 0 || !this.store.replicated) return ErrorCode.NONE;
+    const code = await this.store.replicated(partitionFor(groupId, this.numPartitions), this.config.offsetCommitTimeoutMs);
+    return code === ErrorCode.NONE ? code : appendErrorToResponseError(code);
+  }
+
+  private shardOf(groupId: string): Shard | undefined {
+    if (this.numPartitions === 0) return undefined;
+    return this.shards.get(partitionFor(groupId, this.numPartitions));
+  }
+
+  private applyImage(image: MetadataImage): void {
+    if (this.stopped) return;
+    const topic = image.topics.get(GROUP_METADATA_TOPIC);
+    const led = new Set<number>();
+    for (const p of topic?.partitions ?? []) if (p.leader === this.nodeId) led.add(p.partition);
+    for (const partition of [...this.shards.keys()]) if (!led.has(partition)) this.unload(partition);
+    this.numPartitions = topic?.partitions.length ?? 0;
+    for (const partition of led) if (!this.shards.has(partition)) this.load(partition);
+    const deleted = [...this.topicIds].filter(([name, id]) => image.topics.get(name)?.topicId !== id).map(([name]) => name);
+    this.topicIds = new Map([...image.topics.values()].map((t) => [t.name, t.topicId]));
+    if (deleted.length > 0) this.deleteOffsetsOfTopics(new Set(deleted));
+  }
+
+  /**
+   * A deleted topic's committed offsets go with it, in every group, as
+   * Kafka's coordinator drops them when the topic's partitions are deleted
+   * (a topic created again under the name starts without commits); pending
+   * transactional ones too.
+   */
+  private deleteOffsetsOfTopics(topics: ReadonlySet<string>): void {
+    for (const shard of this.shards.values()) {
+      const records: CoordinatorRecord[] = [];
+      const removed = new Map<string, { groupId: string; topic: string; partition: number }>();
+      for (const { groupId, topic, partition } of [...shard.committedEntries(), ...shard.pendingEntries()]) {
+        if (!topics.has(topic)) continue;
+        const key = JSON.stringify([groupId, topic, partition]);
+        if (removed.has(key)) continue;
+        records.push(offsetCommitRecord(groupId, topic, partition, null));
+        removed.set(key, { groupId, topic, partition });
+      }
+      if (records.length === 0) continue;
+      const error = this.append(shard, records);
+      if (error !== ErrorCode.NONE) {
+        this.log.warn({ partition: shard.partition, topics: [...topics], error }, 'cannot persist the removal of offsets of deleted topics');
+        continue;
+      }
+      for (const r of removed.values()) shard.removeOffset(r.groupId, r.topic, r.partition);
+    }
+  }
+
+  /**
+   * Replays a partition's records into a new shard, then starts the
+   * sessions of the members it holds. Offset commits of a transactional
+   * batch wait, by producer, for that producer's marker; a transaction
+   * without its marker yet stays pending.
+   */
+  private load(partition: number): void {
+    const shard = new Shard(partition);
+    const now = this.timer.now();
+    let records = 0;
+    try {
+      for (const chunk of this.store.read(partition)) {
+        for (const batch of batchesIn(chunk, (baseOffset, error) => this.log.warn({ partition, baseOffset, error }, 'skipping an unreadable batch of __consumer_offsets'))) {
+          if (batch.kind === 'control') {
+            if (batch.commit !== null) shard.completeTransaction(batch.producerId, batch.commit);
+            continue;
+          }
+          const producerId = batch.transactional ? batch.producerId : null;
+          for (const { offset, record } of batch.records) {
+            records++;
+            if (record.kind === 'skipped') {
+              this.log.warn({ partition, offset: String(offset), reason: record.reason }, 'skipping a record of __consumer_offsets');
+              continue;
+            }
+            this.replay(shard, record, offset, producerId, now);
+          }
+        }
+      }
+    } catch (err) {
+      this.log.warn({ partition, err }, 'cannot read __consumer_offsets; its groups are not loaded');
+      return;
+    }
+    this.shards.set(partition, shard);
+    for (const group of shard.groups.values()) {
+      for (const member of group.members.values()) this.rescheduleHeartbeat(shard, group, member);
+      if (group.numMembers > this.config.maxSize) this.prepareRebalance(shard, group);
+    }
+    if (records > 0) {
+      const offsets = [...shard.committedEntries()].length;
+      const pending = [...shard.pendingEntries()].length;
+      this.log.info({ partition, records, groups: shard.groups.size, offsets, pending }, 'loaded group coordinator state');
+    }
+  }
+
+  /** Applies one record read back at `recordOffset`; `producerId` is that of its transactional batch, else null. */
+  private replay(shard: Shard, r: CoordinatorRecord, recordOffset: bigint, producerId: bigint | null, now: number): void {
+    if (r.kind === 'offset') {
+      const { group: groupId, topic, partition } = r.key;
+      if (r.value === null) {
+        shard.removeOffset(groupId, topic, partition);
+        return;
+      }
+      if (!shard.groups.has(groupId)) shard.groups.set(groupId, new ClassicGroup(groupId, { state: 'Empty', now }));
+      const v = r.value;
+      const entry: OffsetEntry = {
+        offset: v.offset,
+        leaderEpoch: v.leaderEpoch,
+        metadata: v.metadata,
+        commitTimestampMs: Number(v.commitTimestamp),
+        expireTimestampMs: v.expireTimestamp === -1n ? null : Number(v.expireTimestamp),
+        recordOffset,
+      };
+      if (producerId === null) shard.setOffset(groupId, topic, partition, entry);
+      else shard.setPending(producerId, groupId, topic, partition, entry);
+      return;
+    }
+    const groupId = r.key.group;
+    if (r.value === null) {
+      shard.groups.delete(groupId);
+      return;
+    }
+    shard.groups.set(groupId, groupFromValue(groupId, r.value));
+  }
+
+  /**
+   * Drops a partition's groups: parked requests are answered
+   * NOT_COORDINATOR (their clients look for the new coordinator) and the
+   * groups' timers are cancelled.
+   */
+  private unload(partition: number): void {
+    const shard = this.shards.get(partition);
+    if (!shard) return;
+    this.shards.delete(partition);
+    for (const group of shard.groups.values()) {
+      for (const member of group.members.values()) {
+        group.completeJoin(member, joinError(ErrorCode.NOT_COORDINATOR, member.memberId));
+        group.completeSync(member, syncError(ErrorCode.NOT_COORDINATOR));
+      }
+      this.cancelGroupTimers(group);
+      group.state = 'Dead';
+    }
+  }
+
+  private dropGroup(shard: Shard, groupId: string): void {
+    const group = shard.groups.get(groupId);
+    if (!group) return;
+    shard.groups.delete(groupId);
+    this.cancelGroupTimers(group);
+    group.transitionTo('Dead', this.timer.now());
+  }
+
+  private cancelGroupTimers(group: ClassicGroup): void {
+    this.timer.cancel(joinKey(group.groupId));
+    this.timer.cancel(syncKey(group.groupId));
+    for (const id of group.members.keys()) this.timer.cancel(heartbeatKey(group.groupId, id));
+    for (const id of group.pendingJoinMembers) this.timer.cancel(heartbeatKey(group.groupId, id));
+  }
+
+  private append(shard: Shard, records: readonly CoordinatorRecord[]): number {
+    return this.appendAt(shard, records).errorCode;
+  }
+
+  /**
+   * Appends `records` as one batch (a transactional one of `producer` when
+   * given): the error code, and the log offset of the first record once
+   * written.
+   */
+  private appendAt(shard: Shard, records: readonly CoordinatorRecord[], producer?: TransactionalProducer): { errorCode: number; baseOffset: bigint } {
+    try {
+      return this.store.append(shard.partition, recordsBatch(records, this.timer.now(), producer));
+    } catch (err) {
+      this.log.warn({ partition: shard.partition, err }, 'cannot append to __consumer_offsets');
+      return { errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, baseOffset: -1n };
+    }
+  }
+
+  private emptyGroupValue(group: ClassicGroup): GroupMetadataValueData {
+    return { protocolType: '', generation: 0, protocol: null, leader: null, currentStateTimestamp: BigInt(group.stateTimestamp ?? -1), members: [] };
+  }
+
+  /** The group as a GroupMetadataValue, each member with its subscription for the chosen protocol and `assignment`'s part. */
+  private groupValue(group: ClassicGroup, assignment: ReadonlyMap<string, Buffer>): GroupMetadataValueData {
+    return {
+      protocolType: group.protocolType ?? '',
+      generation: group.generationId,
+      protocol: group.protocolName,
+      leader: group.leaderId,
+      currentStateTimestamp: BigInt(group.stateTimestamp ?? -1),
+      members: [...group.members.values()].map((m) => ({
+        memberId: m.memberId,
+        groupInstanceId: m.groupInstanceId,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+        rebalanceTimeout: m.rebalanceTimeoutMs,
+        sessionTimeout: m.sessionTimeoutMs,
+        subscription: m.metadata(group.protocolName!),
+        assignment: assignment.get(m.memberId) ?? EMPTY,
+      })),
+    };
+  }
+}
+
+/** A group as its GroupMetadataValue describes it: Stable with its members, or Empty. */
+function groupFromValue(groupId: string, v: GroupMetadataValueData): ClassicGroup {
+  const group = new ClassicGroup(groupId, {
+    state: v.members.length === 0 ? 'Empty' : 'Stable',
+    now: v.currentStateTimestamp === -1n ? null : Number(v.currentStateTimestamp),
+    generationId: v.generation,
+    protocolType: v.protocolType === '' ? null : v.protocolType,
+    protocolName: v.protocol,
+    leaderId: v.leader,
+  });
+  for (const m of v.members) {
+    const member = new GroupMember(
+      m.memberId,
+      m.groupInstanceId,
+      m.clientId,
+      m.clientHost,
+      m.rebalanceTimeout === -1 ? m.sessionTimeout : m.rebalanceTimeout,
+      m.sessionTimeout,
+      v.protocolType,
+      [{ name: v.protocol ?? '', metadata: m.subscription }],
+    );
+    member.assignment = m.assignment;
+    group.add(member, null);
+  }
+  group.subscribedTopics = group.computeSubscribedTopics();
+  return group;
+}
+
+/**
+ * Kafka's ClassicGroup.validateOffsetCommit for transactional commits: as
+ * for plain ones, except that a request without member and generation
+ * (TxnOffsetCommit v0-v2) is taken whatever the group's state, and a group
+ * awaiting its assignment takes it too.
+ */
+function txnCommitError(group: ClassicGroup, p: TxnOffsetCommitParams): number {
+  if (group.is('Dead')) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  if (p.generationId < 0 && group.is('Empty')) return ErrorCode.NONE;
+  if (p.generationId >= 0 || p.memberId !== '' || p.groupInstanceId !== null) {
+    const error = group.memberError(p.memberId, p.groupInstanceId);
+    if (error !== ErrorCode.NONE) return error;
+    if (p.generationId !== group.generationId) return ErrorCode.ILLEGAL_GENERATION;
+  }
+  return ErrorCode.NONE;
+}
+
+function offsetValue(o: CommittedOffset): OffsetCommitValueData {
+  return {
+    offset: o.offset,
+    leaderEpoch: o.leaderEpoch,
+    metadata: o.metadata,
+    commitTimestamp: BigInt(o.commitTimestampMs),
+    expireTimestamp: o.expireTimestampMs === null ? -1n : BigInt(o.expireTimestampMs),
+  };
+}
+
+function fetched(partitionIndex: number, o: CommittedOffset): FetchedOffset {
+  return { partitionIndex, committedOffset: o.offset, committedLeaderEpoch: o.leaderEpoch, metadata: o.metadata, errorCode: ErrorCode.NONE };
+}
+
+function noOffset(partitionIndex: number, errorCode: number): FetchedOffset {
+  return { partitionIndex, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode };
+}

@@ -1,0 +1,226 @@
+/**
+ * The records the group coordinator keeps in __consumer_offsets, in Kafka's
+ * layouts (kafka-protocol/group-coordinator/*.json), so that Kafka's tools
+ * reading that topic understand them and gregor understands Kafka's.
+ *
+ * A record's key is an int16 version followed by the key struct at that
+ * version; the version also says what the record is: 0 or 1 an offset
+ * commit, 2 a group's metadata (3 and up are KIP-848 and share-group
+ * records, which a classic coordinator skips). Its value is an int16 version
+ * followed by the value struct, or null: a tombstone, which deletes what the
+ * key names. As Kafka 4.0 writes them: offset keys at version 1, group keys
+ * at 2, group values at 3, offset values at 3, or at 1 when the commit
+ * carries an expire timestamp (OffsetCommit v2-v4 with a retention time).
+ */
+import { decode, encode } from '../../wire/codec.js';
+import { Reader } from '../../wire/reader.js';
+import { CONTROL, LAST_OFFSET_DELTA, MAGIC, MAGIC_V2, ATTRIBUTES, PRODUCER_ID, TRANSACTIONAL, buildBatch, decodeRecords, readEndTxnMarker, wholeBatches } from '../../wire/record-batch.js';
+import { GroupMetadataKey } from '../../wire/messages/group-metadata-key.js';
+import { GroupMetadataValue } from '../../wire/messages/group-metadata-value.js';
+import { OffsetCommitKey } from '../../wire/messages/offset-commit-key.js';
+import { OffsetCommitValue } from '../../wire/messages/offset-commit-value.js';
+import type { GroupMetadataKey as GroupMetadataKeyT } from '../../wire/messages/group-metadata-key.js';
+import type { GroupMetadataValue as GroupMetadataValueT, MemberMetadata } from '../../wire/messages/group-metadata-value.js';
+import type { OffsetCommitKey as OffsetCommitKeyT } from '../../wire/messages/offset-commit-key.js';
+import type { OffsetCommitValue as OffsetCommitValueT } from '../../wire/messages/offset-commit-value.js';
+
+export type { MemberMetadata };
+export type OffsetCommitKeyData = OffsetCommitKeyT;
+export type OffsetCommitValueData = OffsetCommitValueT;
+export type GroupMetadataKeyData = GroupMetadataKeyT;
+export type GroupMetadataValueData = GroupMetadataValueT;
+
+const OFFSET_COMMIT_KEY_VERSION = 1;
+const GROUP_METADATA_KEY_VERSION = 2;
+const GROUP_METADATA_VALUE_VERSION = 3;
+const OFFSET_COMMIT_VALUE_VERSION = 3;
+const OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1;
+
+export type CoordinatorRecord =
+  | { readonly kind: 'offset'; readonly key: OffsetCommitKeyT; readonly value: OffsetCommitValueT | null }
+  | { readonly kind: 'group'; readonly key: GroupMetadataKeyT; readonly value: GroupMetadataValueT | null };
+
+/** A record of a kind this coordinator does not keep (KIP-848, share groups), or one it cannot read. */
+export interface SkippedRecord {
+  readonly kind: 'skipped';
+  readonly reason: string;
+}
+
+export function offsetCommitRecord(group: string, topic: string, partition: number, value: OffsetCommitValueT | null): CoordinatorRecord {
+  return { kind: 'offset', key: { group, topic, partition }, value };
+}
+
+export function groupMetadataRecord(group: string, value: GroupMetadataValueT | null): CoordinatorRecord {
+  return { kind: 'group', key: { group }, value };
+}
+
+function versioned(version: number, body: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(2 + body.length);
+  out.writeInt16BE(version, 0);
+  body.copy(out, 2);
+  return out;
+}
+
+/** The key and value bytes of a record as they go into __consumer_offsets. */
+export function serializeRecord(r: CoordinatorRecord): { key: Buffer; value: Buffer | null } {
+  if (r.kind === 'offset') {
+    const key = versioned(OFFSET_COMMIT_KEY_VERSION, encode(OffsetCommitKey, OFFSET_COMMIT_KEY_VERSION, r.key));
+    if (r.value === null) return { key, value: null };
+    const v = r.value.expireTimestamp !== -1n ? OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY : OFFSET_COMMIT_VALUE_VERSION;
+    return { key, value: versioned(v, encode(OffsetCommitValue, v, r.value)) };
+  }
+  const key = versioned(GROUP_METADATA_KEY_VERSION, encode(GroupMetadataKey, GROUP_METADATA_KEY_VERSION, r.key));
+  if (r.value === null) return { key, value: null };
+  return { key, value: versioned(GROUP_METADATA_VALUE_VERSION, encode(GroupMetadataValue, GROUP_METADATA_VALUE_VERSION, r.value)) };
+}
+
+/**
+ * Reads one record of __consumer_offsets back. Never throws: what it cannot
+ * read comes back as skipped, with the reason.
+ *
+ * Example: the key 0001 0002 6731 0001 74 00000003 (version 1, group "g1",
+ * topic "t", partition 3) with a null value -> an offset tombstone for g1 t-3.
+ */
+export function deserializeRecord(key: Buffer | null, value: Buffer | null): CoordinatorRecord | SkippedRecord {
+  if (key === null || key.length < 2) return { kind: 'skipped', reason: 'record without a versioned key' };
+  const keyVersion = key.readInt16BE(0);
+  if (keyVersion === 0 || keyVersion === 1) {
+    const k = decode<OffsetCommitKeyT>(OffsetCommitKey, keyVersion, key.subarray(2));
+    if (!k.ok) return { kind: 'skipped', reason: k.error };
+    if (value === null) return { kind: 'offset', key: k.value, value: null };
+    const v = decodeValue<OffsetCommitValueT>(OffsetCommitValue, value);
+    return typeof v === 'string' ? { kind: 'skipped', reason: v } : { kind: 'offset', key: k.value, value: v };
+  }
+  if (keyVersion === 2) {
+    const k = decode<GroupMetadataKeyT>(GroupMetadataKey, keyVersion, key.subarray(2));
+    if (!k.ok) return { kind: 'skipped', reason: k.error };
+    if (value === null) return { kind: 'group', key: k.value, value: null };
+    const v = decodeValue<GroupMetadataValueT>(GroupMetadataValue, value);
+    return typeof v === 'string' ? { kind: 'skipped', reason: v } : { kind: 'group', key: k.value, value: v };
+  }
+  return { kind: 'skipped', reason: `record type ${keyVersion} is not a classic group record` };
+}
+
+function decodeValue<T>(decl: typeof OffsetCommitValue, value: Buffer): T | string {
+  if (value.length < 2) return 'value shorter than its version';
+  const version = value.readInt16BE(0);
+  if (version < decl.versions[0] || version > decl.versions[1]) return `${decl.name} version ${version} is unknown`;
+  const d = decode<T>(decl, version, value.subarray(2));
+  return d.ok ? d.value : d.error;
+}
+
+/** The producer of a transactional batch: TxnOffsetCommit's producer id and epoch. */
+export interface TransactionalProducer {
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+}
+
+/**
+ * One v2 batch holding `records`, as the coordinator appends them; with a
+ * producer, a transactional batch of that producer (no sequence number: the
+ * coordinator writes one batch per TxnOffsetCommit, not a producer's stream).
+ *
+ * Example: recordsBatch([offsetCommitRecord('g', 't', 0, value)], now, { producerId: 7n, producerEpoch: 2 })
+ * -> a batch with attributes 0x10, producerId 7, producerEpoch 2, baseSequence -1.
+ */
+export function recordsBatch(records: readonly CoordinatorRecord[], now: number, producer?: TransactionalProducer): Buffer {
+  return buildBatch({
+    baseTimestamp: BigInt(now),
+    ...(producer ? { producerId: producer.producerId, producerEpoch: producer.producerEpoch, baseSequence: -1, transactional: true } : {}),
+    records: records.map((r) => {
+      const { key, value } = serializeRecord(r);
+      return { key, value, timestamp: BigInt(now) };
+    }),
+  });
+}
+
+/**
+ * A stored batch of __consumer_offsets as the loader needs it: the records
+ * of a data batch with the producer that wrote them (-1 outside
+ * transactions), or a control batch; `lastOffset` is the batch's last offset.
+ * A control batch's `commit` is true for a COMMIT marker, false for an
+ * ABORT one, null for other control records (which end no transaction).
+ */
+export type OffsetsBatch =
+  | {
+      readonly kind: 'data';
+      readonly lastOffset: bigint;
+      readonly producerId: bigint;
+      readonly transactional: boolean;
+      readonly records: readonly { readonly offset: bigint; readonly record: CoordinatorRecord | SkippedRecord }[];
+    }
+  | { readonly kind: 'control'; readonly lastOffset: bigint; readonly producerId: bigint; readonly commit: boolean | null };
+
+/**
+ * Every batch in `bytes` (whole stored batches, as a log read returns them),
+ * in offset order. A truncated last batch is passed over; a batch that does
+ * not decode is reported through `onBadBatch` and skipped.
+ *
+ * Example: a transactional batch of producer 7 holding one offset commit at
+ * offset 4, then producer 7's COMMIT marker at 5 -> { kind: 'data',
+ * lastOffset: 4n, producerId: 7n, transactional: true, records: [...] },
+ * { kind: 'control', lastOffset: 5n, producerId: 7n, commit: true }.
+ */
+export function* batchesIn(bytes: Buffer, onBadBatch: (baseOffset: bigint, error: string) => void): Generator<OffsetsBatch> {
+  for (const batch of wholeBatches(bytes)) {
+    const baseOffset = batch.readBigInt64BE(0);
+    if (batch.length <= MAGIC || batch[MAGIC] !== MAGIC_V2) {
+      onBadBatch(baseOffset, `magic ${batch[MAGIC]} is not 2`);
+      continue;
+    }
+    const decoded = decodeRecords(batch);
+    if (!decoded.ok) {
+      onBadBatch(baseOffset, decoded.error);
+      continue;
+    }
+    const attributes = batch.readInt16BE(ATTRIBUTES);
+    const lastOffset = baseOffset + BigInt(batch.readInt32BE(LAST_OFFSET_DELTA));
+    const producerId = batch.readBigInt64BE(PRODUCER_ID);
+    if ((attributes & CONTROL) !== 0) {
+      yield { kind: 'control', lastOffset, producerId, commit: readEndTxnMarker(batch)?.commit ?? null };
+      continue;
+    }
+    yield {
+      kind: 'data',
+      lastOffset,
+      producerId,
+      transactional: (attributes & TRANSACTIONAL) !== 0,
+      records: decoded.records.map((r) => ({ offset: baseOffset + BigInt(r.offsetDelta), record: deserializeRecord(r.key, r.value) })),
+    };
+  }
+}
+
+/**
+ * Every coordinator record in `bytes`, in offset order, with the offset of
+ * each, whatever producer wrote it. Control batches (transaction markers)
+ * and a truncated last batch are passed over; a batch that does not decode
+ * is reported through `onBadBatch` and skipped.
+ */
+export function* recordsIn(
+  bytes: Buffer,
+  onBadBatch: (baseOffset: bigint, error: string) => void,
+): Generator<{ offset: bigint; record: CoordinatorRecord | SkippedRecord }> {
+  for (const batch of batchesIn(bytes, onBadBatch)) {
+    if (batch.kind === 'data') for (const { offset, record } of batch.records) yield { offset, record };
+  }
+}
+
+/**
+ * The topics a consumer subscribes to, read from its ConsumerProtocol
+ * subscription (the metadata of protocol type "consumer"): an int16 version
+ * and then, in every version, the topic names first. null when the bytes do
+ * not hold that prefix.
+ */
+export function subscribedTopicsOf(metadata: Buffer): Set<string> | null {
+  const r = new Reader(metadata);
+  r.int16();
+  const n = r.int32();
+  if (r.error || n < 0 || n > r.remaining / 2) return null;
+  const topics = new Set<string>();
+  for (let i = 0; i < n; i++) {
+    const s = r.string();
+    if (r.error || s === null) return null;
+    topics.add(s);
+  }
+  return topics;
+}
