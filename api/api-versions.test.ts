@@ -10,8 +10,8 @@ describe('ApiVersions', () => {
   it('advertises exactly the registered handlers, each from version 0 unless Kafka 4.0 dropped its old versions', () => {
     const res = apiVersions.handle({ clientSoftwareName: 'c', clientSoftwareVersion: '1' }, ctxFor(services, 3)) as any;
     expect(res.errorCode).toBe(ErrorCode.NONE);
-    // KIP-896: Kafka 4.0 serves ListOffsets from v1 and OffsetForLeaderEpoch from v2, and advertises just that.
-    const removedInKafka4 = new Map([[2, 1], [23, 2]]);
+    // KIP-896: Kafka 4.0 serves ListOffsets from v1, OffsetForLeaderEpoch from v2 and WriteTxnMarkers from v1, and advertises just that.
+    const removedInKafka4 = new Map([[2, 1], [23, 2], [27, 1]]);
     expect(res.apiKeys).toEqual(
       HANDLERS.map((h) => ({ apiKey: h.apiKey, minVersion: removedInKafka4.get(h.apiKey) ?? 0, maxVersion: h.maxVersion })).sort((a, b) => a.apiKey - b.apiKey),
     );

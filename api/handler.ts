@@ -10,6 +10,7 @@ import type { MetadataStore } from '../cluster/metadata/metadata-image.js';
 import type { ReplicaManager } from '../cluster/replication/replica-manager.js';
 import type { GroupCoordinator, GroupCoordinatorConfig } from '../cluster/group/group-coordinator.js';
 import type { TransactionCoordinator, TransactionCoordinatorConfig } from '../cluster/txn/txn-coordinator.js';
+import type { TransactionVerifier } from '../cluster/txn/txn-verifier.js';
 
 export interface BrokerSettings {
   readonly nodeId: number;
@@ -60,6 +61,8 @@ export interface BrokerServices {
   readonly groups: GroupCoordinator;
   /** The transactional ids whose partition of __transaction_state this broker leads, and producer ids for all. */
   readonly transactions: TransactionCoordinator;
+  /** Asks the coordinator of a transaction, on whichever broker, whether a partition is in it. */
+  readonly verifier: TransactionVerifier;
   readonly log: Logger;
   /** The advertised versions table, built from the registry. */
   readonly apiVersions: readonly ApiVersionRange[];
@@ -120,7 +123,8 @@ export interface ApiHandler<Req = any, Res = any> {
   /**
    * 0 so that old clients keep their features (see CLIENT-MATRIX traps 1 and
    * 2), except where Kafka 4.0 removed old versions that no client needs for a
-   * feature check (KIP-896: ListOffsets v0, OffsetForLeaderEpoch v0-1): there
+   * feature check (KIP-896: ListOffsets v0, OffsetForLeaderEpoch v0-1, and
+   * the inter-broker WriteTxnMarkers v0): there
    * it is Kafka 4.0's minimum, advertised as Kafka advertises it.
    */
   readonly minVersion: number;

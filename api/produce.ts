@@ -28,7 +28,8 @@ import { ProduceRequest } from '../wire/messages/produce-request.js';
 import { ProduceResponse, type PartitionProduceResponse, type TopicProduceResponse } from '../wire/messages/produce-response.js';
 import { ErrorCode, errorName } from '../wire/errors.js';
 import { ATTRIBUTES, BATCH_LENGTH, COMPRESSION_MASK, Compression, LOG_OVERHEAD, MAGIC, MAGIC_V2, PRODUCER_EPOCH, PRODUCER_ID, BATCH_HEADER_SIZE, TRANSACTIONAL } from '../wire/record-batch.js';
-import { appendError, type PartitionAppendResult } from '../cluster/replication/replica-manager.js';
+import { appendError, type PartitionAppendResult, type VerificationGuard } from '../cluster/replication/replica-manager.js';
+import { verificationError } from '../cluster/txn/txn-verifier.js';
 import { INTERNAL_TOPICS } from '../cluster/metadata/topic-names.js';
 import { hasPartition } from '../cluster/metadata/metadata-image.js';
 import { autoCreateTopic } from './auto-create.js';
@@ -109,36 +110,52 @@ function transactionalProblem(req: ProduceRequest): number | null {
 }
 
 /**
- * A transactional batch may only go to a partition its transaction added
- * (Kafka's transaction verification, KIP-890): asked of the coordinator of
- * `transactionalId`. When the partition was not added: TRANSACTION_ABORTABLE
- * from v11 on, INVALID_TXN_STATE before; the
- * coordinator's own transient errors become NOT_ENOUGH_REPLICAS, which
- * producers retry, as Kafka translates them. null when there is nothing to
- * verify or the partition is in the transaction.
- *
- * Example: a batch of producer 7, epoch 0, transactional, to orders-1 after
- * AddPartitionsToTxn added only orders-0 -> INVALID_TXN_STATE.
+ * The producer of a transactional batch in `records`, or null: only those
+ * batches need their partition verified with the transaction's coordinator
+ * (Kafka's transaction verification, KIP-890), and only when
+ * transaction.partition.verification.enable is on.
  */
-function unverifiedTransaction(records: Buffer, transactionalId: string | null, topic: string, partition: number, ctx: RequestContext): PartitionAppendResult | null {
-  if (transactionalId === null || records.length < BATCH_HEADER_SIZE || records[MAGIC] !== MAGIC_V2) return null;
+function transactionalProducer(records: Buffer): { producerId: bigint; producerEpoch: number } | null {
+  if (records.length < BATCH_HEADER_SIZE || records[MAGIC] !== MAGIC_V2) return null;
   if ((records.readInt16BE(ATTRIBUTES) & TRANSACTIONAL) === 0) return null;
   const producerId = records.readBigInt64BE(PRODUCER_ID);
-  if (producerId < 0n || !verificationEnabled(ctx)) return null;
-  const code = ctx.services.transactions.verifyPartition(transactionalId, producerId, records.readInt16BE(PRODUCER_EPOCH), topic, partition, ctx.apiVersion >= 11);
-  switch (code) {
+  return producerId < 0n ? null : { producerId, producerEpoch: records.readInt16BE(PRODUCER_EPOCH) };
+}
+
+/**
+ * A partition's answer when its coordinator did not confirm it is in the
+ * transaction, as Kafka answers it: not added, INVALID_TXN_STATE before v11
+ * and TRANSACTION_ABORTABLE from v11 on; the coordinator's transient errors
+ * become NOT_ENOUGH_REPLICAS, which producers retry. null when verified.
+ *
+ * Example: a batch of producer 7, epoch 0, to orders-1 after
+ * AddPartitionsToTxn added only orders-0, in a v9 request -> INVALID_TXN_STATE.
+ */
+function unverified(code: number, version: number): PartitionAppendResult | null {
+  const translated = verificationError(code, version >= 11);
+  switch (translated) {
     case ErrorCode.NONE:
       return null;
     case ErrorCode.INVALID_TXN_STATE:
-      return appendError(code, 'Partition was not added to the transaction');
+      return appendError(translated, 'Partition was not added to the transaction');
     case ErrorCode.CONCURRENT_TRANSACTIONS:
     case ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
     case ErrorCode.COORDINATOR_NOT_AVAILABLE:
     case ErrorCode.NOT_COORDINATOR:
-      return appendError(ErrorCode.NOT_ENOUGH_REPLICAS, `Unable to verify the partition has been added to the transaction: ${errorName(code)}`);
+      return appendError(ErrorCode.NOT_ENOUGH_REPLICAS, `Unable to verify the partition has been added to the transaction: ${errorName(translated)}`);
     default:
-      return appendError(code);
+      return appendError(translated);
   }
+}
+
+/** One partition of the request that passed the checks made before its append. */
+interface PendingAppend {
+  readonly topic: string;
+  readonly index: number;
+  readonly records: Buffer;
+  readonly response: PartitionProduceResponse;
+  /** Set when its transactional batch waits on the coordinator's verification. */
+  guard: VerificationGuard | null;
 }
 
 export const produce = defineHandler<ProduceRequest, ProduceResponse>({
@@ -155,11 +172,11 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
     }
     const refused = transactionalProblem(req);
     if (refused !== null) return acks === 0 ? NO_RESPONSE : errorBody(req, refused, ctx);
-    const { replicas, metadata } = ctx.services;
+    const { replicas, metadata, verifier } = ctx.services;
     // Topics this request created: every partition of theirs in this request is answered as unknown.
     const createdNow = new Set<string>();
     const responses: TopicProduceResponse[] = [];
-    const replicated: Promise<void>[] = [];
+    const pending: PendingAppend[] = [];
     for (const topic of req.topicData) {
       const partitionResponses: PartitionProduceResponse[] = [];
       responses.push({ name: topic.name, partitionResponses });
@@ -173,30 +190,72 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
       // The coordinators own what the internal topics hold.
       const internal = INTERNAL_TOPICS.has(topic.name);
       for (const p of topic.partitionData) {
-        if (!image) {
-          partitionResponses.push(partitionResponse(p.index, appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)));
-          continue;
-        }
         // An unknown partition is reported before anything about its records, as Kafka does.
         const records = p.records ?? EMPTY;
-        const result = !hasPartition(image, topic.name, p.index)
+        const refused = !image || !hasPartition(image, topic.name, p.index)
           ? appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
           : internal && ctx.clientId !== ADMIN_CLIENT_ID
             ? appendError(ErrorCode.INVALID_TOPIC_EXCEPTION, `Cannot append to internal topic ${topic.name}`)
-            : (versionProblem(records, ctx.apiVersion) ??
-            unverifiedTransaction(records, req.transactionalId, topic.name, p.index, ctx) ??
-            replicas.appendRecords(topic.name, p.index, records, acks));
-        const response = partitionResponse(p.index, result);
+            : versionProblem(records, ctx.apiVersion);
+        const response = partitionResponse(p.index, refused ?? appendError(ErrorCode.NONE));
         partitionResponses.push(response);
+        if (!refused) pending.push({ topic: topic.name, index: p.index, records, response, guard: null });
+      }
+    }
+    // Transactional batches: the partitions not yet in the producer's open transaction here are verified
+    // with its coordinator first (one producer per request: see transactionalProblem).
+    const producer = req.transactionalId === null ? null : (pending.map((a) => transactionalProducer(a.records)).find((x) => x !== null) ?? null);
+    const toVerify: PendingAppend[] = [];
+    if (producer && verificationEnabled(ctx)) {
+      for (const a of pending) {
+        if (!transactionalProducer(a.records)) continue;
+        a.guard = replicas.startTransactionVerification(a.topic, a.index, producer.producerId, producer.producerEpoch);
+        if (a.guard) toVerify.push(a);
+      }
+    }
+    const appendAll = (): Promise<void>[] => {
+      const replicated: Promise<void>[] = [];
+      for (const a of pending) {
+        const result = replicas.appendRecords(a.topic, a.index, a.records, acks, 'client', a.guard);
+        Object.assign(a.response, partitionResponse(a.index, result));
         // acks=-1: the answer waits until every ISR member has the records (at once when the ISR is the leader alone).
         if (acks === -1 && result.errorCode === ErrorCode.NONE && result.replicatedAt !== undefined) {
           replicated.push(
-            replicas.waitForReplication(topic.name, p.index, result.replicatedAt, req.timeoutMs).then((code) => {
-              if (code !== ErrorCode.NONE) response.errorCode = code;
+            replicas.waitForReplication(a.topic, a.index, result.replicatedAt, req.timeoutMs).then((code) => {
+              if (code !== ErrorCode.NONE) a.response.errorCode = code;
             }),
           );
         }
       }
+      return replicated;
+    };
+    let replicated: Promise<void>[];
+    const before = producer ? verifier.pending(producer.producerId) : undefined;
+    if (!producer || (toVerify.length === 0 && !before)) {
+      replicated = appendAll();
+    } else {
+      const work = (async () => {
+        await before;
+        if (toVerify.length > 0) {
+          const answers = await verifier.verify(
+            req.transactionalId!,
+            producer.producerId,
+            producer.producerEpoch,
+            toVerify.map((a) => ({ topic: a.topic, partition: a.index })),
+          );
+          const codes = new Map(answers.map((r) => [`${r.topic}\u0000${r.partition}`, r.errorCode]));
+          for (const a of toVerify) {
+            const refused = unverified(codes.get(`${a.topic}\u0000${a.index}`) ?? ErrorCode.COORDINATOR_NOT_AVAILABLE, ctx.apiVersion);
+            if (!refused) continue;
+            replicas.abandonTransactionVerification(a.topic, a.index, a.guard!);
+            Object.assign(a.response, partitionResponse(a.index, refused));
+            pending.splice(pending.indexOf(a), 1);
+          }
+        }
+        return appendAll();
+      })();
+      verifier.track(producer.producerId, work);
+      replicated = await work;
     }
     if (replicated.length > 0) await Promise.all(replicated);
     if (acks === 0) return NO_RESPONSE;

@@ -41,6 +41,7 @@ import { describeProducers } from './describe-producers.js';
 import { electLeaders } from './elect-leaders.js';
 import { alterPartitionReassignments } from './alter-partition-reassignments.js';
 import { listPartitionReassignments } from './list-partition-reassignments.js';
+import { writeTxnMarkers } from './write-txn-markers.js';
 
 export const HANDLERS: readonly ApiHandler[] = [
   produce,
@@ -77,6 +78,7 @@ export const HANDLERS: readonly ApiHandler[] = [
   listTransactions,
   describeProducers,
   txnOffsetCommit,
+  writeTxnMarkers,
   electLeaders,
   alterPartitionReassignments,
   listPartitionReassignments,

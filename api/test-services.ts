@@ -13,6 +13,7 @@ import { GroupCoordinator } from '../cluster/group/group-coordinator.js';
 import { replicaOffsetsStore } from '../cluster/coordinator/state-log-store.js';
 import { ProducerIdManager } from '../cluster/txn/producer-id-manager.js';
 import { TRANSACTION_STATE_TOPIC, TransactionCoordinator } from '../cluster/txn/txn-coordinator.js';
+import { TransactionVerifier } from '../cluster/txn/txn-verifier.js';
 import { ManualGroupTimer, type GroupTimer } from '../cluster/coordinator/timer.js';
 import { DEFAULT_LOG_CONFIG, type LogConfig } from '../storage/log-config.js';
 import { LogManager } from '../storage/log-manager.js';
@@ -81,6 +82,7 @@ export function testServices(
     replicas,
     groups,
     transactions,
+    verifier: new TransactionVerifier(full.nodeId, store, transactions, null, log),
     log,
     apiVersions: advertisedVersions(HANDLERS),
     dataDir: dir,

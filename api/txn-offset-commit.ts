@@ -37,6 +37,7 @@ import { hasPartition } from '../cluster/metadata/metadata-image.js';
 import { GROUP_METADATA_TOPIC, partitionFor } from '../cluster/coordinator/partition-for.js';
 import { defineHandler, type RequestContext } from './handler.js';
 import { verificationEnabled } from './config-resources.js';
+import { verificationError } from '../cluster/txn/txn-verifier.js';
 
 const MEMBER_FIELDS_VERSION = 3;
 const LEADER_EPOCH_VERSION = 2;
@@ -60,7 +61,7 @@ export const txnOffsetCommit = defineHandler<TxnOffsetCommitRequest, TxnOffsetCo
     }
     const answered = new Map<string, number>();
     if (known.length > 0) {
-      const refused = unverified(req, ctx);
+      const refused = await unverified(req, ctx);
       if (refused !== null) return errorBody(req, refused);
       const withMember = v >= MEMBER_FIELDS_VERSION;
       const results = ctx.services.groups.commitTransactionalOffsets({
@@ -108,24 +109,35 @@ function errorBody(req: TxnOffsetCommitRequest, errorCode: number): TxnOffsetCom
 
 /**
  * Why the transaction may not commit offsets of this group (see the file
- * comment), or null. Example: a producer whose transaction never added the
- * group -> INVALID_TXN_STATE at v3, TRANSACTION_ABORTABLE at v4.
+ * comment), or null, asked of the transaction's coordinator on whichever
+ * broker it is, unless the producer's transaction is open in the group's
+ * partition already. The answer holds only if no marker for the producer
+ * reached the partition meanwhile (then INVALID_TXN_STATE); null is
+ * answered in the turn of the event loop the commit is written in. Example:
+ * a producer whose transaction never added the group -> INVALID_TXN_STATE at
+ * v3, TRANSACTION_ABORTABLE at v4.
  */
-function unverified(req: TxnOffsetCommitRequest, ctx: RequestContext): number | null {
+async function unverified(req: TxnOffsetCommitRequest, ctx: RequestContext): Promise<number | null> {
   const offsets = ctx.services.metadata.image().topics.get(GROUP_METADATA_TOPIC);
   // Without the topic the group coordinator answers (NOT_COORDINATOR).
   if (!offsets || !verificationEnabled(ctx)) return null;
   const partition = partitionFor(req.groupId, offsets.partitions.length);
-  const code = ctx.services.transactions.verifyPartition(req.transactionalId, req.producerId, req.producerEpoch, GROUP_METADATA_TOPIC, partition, ctx.apiVersion >= ABORTABLE_VERSION);
-  switch (code) {
-    case ErrorCode.NONE:
-      return null;
-    case ErrorCode.CONCURRENT_TRANSACTIONS:
-    case ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-    case ErrorCode.NOT_COORDINATOR:
-    case ErrorCode.COORDINATOR_NOT_AVAILABLE:
-      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    default:
-      return code;
+  const { replicas, verifier } = ctx.services;
+  const guard = replicas.startTransactionVerification(GROUP_METADATA_TOPIC, partition, req.producerId, req.producerEpoch);
+  if (!guard) return null;
+  const [answer] = await verifier.verify(req.transactionalId, req.producerId, req.producerEpoch, [{ topic: GROUP_METADATA_TOPIC, partition }]);
+  const code = verificationError(answer?.errorCode ?? ErrorCode.COORDINATOR_NOT_AVAILABLE, ctx.apiVersion >= ABORTABLE_VERSION);
+  if (code !== ErrorCode.NONE) {
+    replicas.abandonTransactionVerification(GROUP_METADATA_TOPIC, partition, guard);
+    switch (code) {
+      case ErrorCode.CONCURRENT_TRANSACTIONS:
+      case ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+      case ErrorCode.NOT_COORDINATOR:
+      case ErrorCode.COORDINATOR_NOT_AVAILABLE:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+      default:
+        return code;
+    }
   }
+  return replicas.claimTransactionVerification(GROUP_METADATA_TOPIC, partition, guard) ? null : ErrorCode.INVALID_TXN_STATE;
 }

@@ -18,6 +18,9 @@ import { GroupCoordinator } from '../cluster/group/group-coordinator.js';
 import { replicaOffsetsStore } from '../cluster/coordinator/state-log-store.js';
 import { ProducerIdManager } from '../cluster/txn/producer-id-manager.js';
 import { TRANSACTION_STATE_TOPIC, TransactionCoordinator } from '../cluster/txn/txn-coordinator.js';
+import { TxnMarkerChannel } from '../cluster/txn/txn-marker-channel.js';
+import { TransactionVerifier } from '../cluster/txn/txn-verifier.js';
+import { BrokerChannel } from '../cluster/inter-broker/broker-channel.js';
 import { LogManager, type LogManagerOptions } from '../storage/log-manager.js';
 import { loadOrCreateIdentity, lockDataDir, type DirIdentity } from '../storage/data-dir.js';
 import { HANDLERS, advertisedVersions, handlerTable } from '../api/registry.js';
@@ -59,6 +62,7 @@ export class Broker {
     private readonly groups: GroupCoordinator,
     private readonly transactions: TransactionCoordinator,
     private readonly fetchers: ReplicaFetchers,
+    private readonly channel: BrokerChannel | null,
     private readonly unlock: () => void,
   ) {
     this.poolTrim.unref();
@@ -166,24 +170,27 @@ export class Broker {
     const groups = new GroupCoordinator(config.nodeId, store, replicaOffsetsStore(replicas), log, { config: groupCoordinatorConfig(settings) }).start();
     // A transaction marker in __consumer_offsets makes that producer's pending offsets visible, or drops them.
     replicas.onOffsetsTxnMarker = (partition, producerId, commit) => groups.completeTransaction(partition, producerId, commit);
+    // Requests to the other brokers of a cluster (transaction markers, verifications) go on the first listener, as followers' fetches do.
+    const channel = etcd ? new BrokerChannel(store, config.listeners[0]!.name) : null;
     const transactions = new TransactionCoordinator(
       config.nodeId,
       store,
       replicaOffsetsStore(replicas, TRANSACTION_STATE_TOPIC),
-      replicas,
+      channel ? new TxnMarkerChannel(config.nodeId, store, replicas, channel, log) : replicas,
       new ProducerIdManager(store, log),
       log,
       { config: transactionCoordinatorConfig(settings) },
     ).start();
     // Followers copy their leaders' partitions (only brokers of a cluster follow anyone).
     const fetchers = new ReplicaFetchers(config.nodeId, store, replicas, log, { listener: config.listeners[0]!.name }).start();
-    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, transactions, fetchers, unlock);
+    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, transactions, fetchers, channel, unlock);
     const services: BrokerServices = {
       settings,
       metadata: store,
       replicas,
       groups,
       transactions,
+      verifier: new TransactionVerifier(config.nodeId, store, transactions, channel, log),
       log,
       apiVersions: advertisedVersions(HANDLERS),
     };
@@ -270,6 +277,7 @@ export class Broker {
       for (const c of this.connections) c.close('broker shutting down');
       await closed;
       await fetchersStopped;
+      this.channel?.close();
       // No request runs any more: the logs close cleanly (synced, with their clean-shutdown marker).
       this.replicas.stop();
       try {

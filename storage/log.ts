@@ -626,6 +626,19 @@ export class PartitionLog {
   }
 
   /**
+   * Whether `producerId` has a transaction open in this log at `producerEpoch`
+   * (a data batch of it since its last marker): a later batch of that
+   * transaction needs no verification with its coordinator, as in Kafka's
+   * UnifiedLog.hasOngoingTransaction. Example: after a transactional batch of
+   * producer 7, epoch 0 -> (7n, 0) true, (7n, 1) false; after its COMMIT
+   * marker -> false.
+   */
+  hasOngoingTransaction(producerId: bigint, producerEpoch: number): boolean {
+    const e = this.producers.lastEntry(producerId);
+    return e !== undefined && e.currentTxnFirstOffset >= 0n && e.producerEpoch === producerEpoch;
+  }
+
+  /**
    * Every producer the log knows (DescribeProducers): its epoch, last
    * sequence (-1 when no batch of its current epoch is remembered), last
    * timestamp, coordinator epoch and open transaction's first offset (-1n

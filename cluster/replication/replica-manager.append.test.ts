@@ -115,3 +115,34 @@ describe('ReplicaManager.appendRecords: min.insync.replicas', () => {
     expect(rm.appendRecords('t', 0, batch(), -1)).toMatchObject({ errorCode: ErrorCode.NOT_ENOUGH_REPLICAS, logStartOffset: 2n, errorMessage: null });
   });
 });
+
+describe('ReplicaManager: transaction verification guards', () => {
+  const txnBatch = (producerEpoch = 0) => buildBatch({ producerId: 7n, producerEpoch, baseSequence: 0, transactional: true, records: [{ value: 'v', timestamp: 1000n }] });
+  const marker = { producerId: 7n, producerEpoch: 0, coordinatorEpoch: 0, commit: false, partitions: [{ topic: 't', partition: 0 }] };
+
+  it('needs a verification until the producer\'s transaction is open in the partition, and again after its marker', async () => {
+    const { rm } = setup([1], [1], 1);
+    const guard = rm.startTransactionVerification('t', 0, 7n, 0);
+    expect(guard).not.toBeNull();
+    expect(rm.appendRecords('t', 0, txnBatch(), -1, 'client', guard)).toMatchObject({ errorCode: ErrorCode.NONE, baseOffset: 0n });
+    // The transaction is open here now: later batches of it need no coordinator.
+    expect(rm.startTransactionVerification('t', 0, 7n, 0)).toBeNull();
+    // Another epoch is another transaction.
+    expect(rm.startTransactionVerification('t', 0, 7n, 1)).not.toBeNull();
+    expect((await rm.writeMarkers(marker))[0]!.errorCode).toBe(ErrorCode.NONE);
+    expect(rm.startTransactionVerification('t', 0, 7n, 0)).not.toBeNull();
+  });
+
+  it('refuses a verified batch whose transaction ended while it was being verified, appending nothing', async () => {
+    const { rm } = setup([1], [1], 1);
+    expect(rm.appendRecords('t', 0, txnBatch(), -1, 'client', rm.startTransactionVerification('t', 0, 7n, 0))).toMatchObject({ errorCode: ErrorCode.NONE });
+    expect((await rm.writeMarkers(marker))[0]!.errorCode).toBe(ErrorCode.NONE);
+    const guard = rm.startTransactionVerification('t', 0, 7n, 0)!;
+    // The coordinator aborts the transaction (a timeout) before the answer reaches this broker.
+    expect((await rm.writeMarkers(marker))[0]!.errorCode).toBe(ErrorCode.NONE);
+    const end = rm.logFor('t', 0)!.logEndOffset;
+    expect(rm.appendRecords('t', 0, txnBatch(), -1, 'client', guard)).toMatchObject({ errorCode: ErrorCode.INVALID_TXN_STATE, baseOffset: -1n });
+    expect(rm.logFor('t', 0)!.logEndOffset).toBe(end);
+    expect(rm.claimTransactionVerification('t', 0, guard)).toBe(false);
+  });
+});

@@ -184,8 +184,19 @@ function waiterKey(topic: string, partition: number): string {
   return `${partition}:${topic}`;
 }
 
+/** A transactional batch's verification with its coordinator, under way (see startTransactionVerification). */
+export interface VerificationGuard {
+  readonly producerId: bigint;
+}
+
+function guardKey(topic: string, partition: number, producerId: bigint): string {
+  return `${partition}:${topic}\u0000${producerId}`;
+}
+
 export class ReplicaManager {
   private unsubscribe: (() => void) | null = null;
+  /** Verifications of transactional batches under way, by partition and producer. */
+  private readonly verificationGuards = new Map<string, VerificationGuard>();
   /** Parked fetches by partition, woken by appends to it. */
   private readonly fetchWaiters = new Map<string, Set<FetchWaiter>>();
   private fetchWaitersClosed = false;
@@ -281,7 +292,17 @@ export class ReplicaManager {
    * watermark becomes 3n. With replicas [1, 2, 3], ISR [1] and
    * min.insync.replicas 2: acks -1 -> NOT_ENOUGH_REPLICAS, acks 1 -> appended.
    */
-  appendRecords(topic: string, partition: number, records: Buffer, acks: number, origin: 'client' | 'coordinator' = 'client'): PartitionAppendResult {
+  appendRecords(
+    topic: string,
+    partition: number,
+    records: Buffer,
+    acks: number,
+    origin: 'client' | 'coordinator' = 'client',
+    verificationGuard: VerificationGuard | null = null,
+  ): PartitionAppendResult {
+    if (verificationGuard !== null && !this.claimTransactionVerification(topic, partition, verificationGuard)) {
+      return appendError(ErrorCode.INVALID_TXN_STATE, 'The transaction ended while this partition was being verified with its coordinator; the producer must abort it.');
+    }
     const state = this.partitionState(topic, partition);
     if (!state) return appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
     if (state.leader !== this.nodeId) return appendError(ErrorCode.NOT_LEADER_OR_FOLLOWER);
@@ -376,6 +397,8 @@ export class ReplicaManager {
     partition: number,
     m: { producerId: bigint; producerEpoch: number; coordinatorEpoch: number; commit: boolean },
   ): number {
+    // A verification under way was for the transaction this marker ends: its batch must not open another.
+    this.verificationGuards.delete(guardKey(topic, partition, m.producerId));
     const state = this.partitionState(topic, partition);
     if (!state) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
     if (state.leader !== this.nodeId) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
@@ -398,6 +421,47 @@ export class ReplicaManager {
     if (!this.maybeAdvanceHighWatermark(topic, partition)) this.wakeFetches(topic, partition);
     if (topic === GROUP_METADATA_TOPIC) this.onOffsetsTxnMarker?.(partition, m.producerId, m.commit);
     return ErrorCode.NONE;
+  }
+
+  /**
+   * Starts verifying, with the transaction's coordinator, that a
+   * transactional batch of `producerId` may go to the partition (KIP-890):
+   * null when the partition's log already has that producer's transaction
+   * open at `producerEpoch` (an earlier batch was verified), else a guard to
+   * hand to appendRecords once verified. A transaction marker for the
+   * producer written in between voids the guard, so a batch verified
+   * against a transaction that has since ended never opens a new one
+   * (Kafka's VerificationGuard). One guard per partition and producer: a
+   * newer verification replaces an older one.
+   *
+   * Example: startTransactionVerification('orders', 0, 7n, 0) -> guard g;
+   * appendRecords('orders', 0, batch, -1, 'client', g) appends; had a
+   * marker of producer 7 come first, it answers INVALID_TXN_STATE.
+   */
+  startTransactionVerification(topic: string, partition: number, producerId: bigint, producerEpoch: number): VerificationGuard | null {
+    const log = this.logs.get(topic, partition);
+    if (log && !log.isOffline && log.hasOngoingTransaction(producerId, producerEpoch)) return null;
+    const guard: VerificationGuard = { producerId };
+    this.verificationGuards.set(guardKey(topic, partition, producerId), guard);
+    return guard;
+  }
+
+  /**
+   * Ends a verification that succeeded: true when no marker voided `guard`
+   * meanwhile, so the batch may be appended now (in the same turn of the
+   * event loop); false when it must be refused.
+   */
+  claimTransactionVerification(topic: string, partition: number, guard: VerificationGuard): boolean {
+    const key = guardKey(topic, partition, guard.producerId);
+    if (this.verificationGuards.get(key) !== guard) return false;
+    this.verificationGuards.delete(key);
+    return true;
+  }
+
+  /** Forgets a guard whose verification failed (its batch is not appended). */
+  abandonTransactionVerification(topic: string, partition: number, guard: VerificationGuard): void {
+    const key = guardKey(topic, partition, guard.producerId);
+    if (this.verificationGuards.get(key) === guard) this.verificationGuards.delete(key);
   }
 
   /**

@@ -7,6 +7,7 @@ import { ManualGroupTimer } from '../coordinator/timer.js';
 import { ProducerIdManager } from './producer-id-manager.js';
 import { TRANSACTION_STATE_TOPIC, TransactionCoordinator, type TransactionCoordinatorConfig, type TxnMarkerWriter } from './txn-coordinator.js';
 import { txnRecordsBatch, txnRecordsIn, type TxnLogRecord } from './txn-records.js';
+import { verificationError } from './txn-verifier.js';
 import { TRANSACTION_STATE_IDS, type TransactionStateName } from './txn-state.js';
 
 const TXN_PARTITIONS = 4;
@@ -318,7 +319,8 @@ describe('TransactionCoordinator: transactions', () => {
     const h = harness();
     const { producerId } = await init(h, 'tx');
     h.coordinator.addPartitions('tx', producerId, 0, [T0]);
-    const verify = (pid: bigint, epoch: number, partition: number, id = 'tx', abortableKnown = false) => h.coordinator.verifyPartition(id, pid, epoch, 't', partition, abortableKnown);
+    const verify = (pid: bigint, epoch: number, partition: number, id = 'tx', abortableKnown = false) =>
+      verificationError(h.coordinator.verifyPartitions(id, pid, epoch, [{ topic: 't', partition }])[0]!.errorCode, abortableKnown);
     expect(verify(producerId, 0, 0)).toBe(ErrorCode.NONE);
     expect(verify(producerId, 0, 1)).toBe(ErrorCode.INVALID_TXN_STATE);
     expect(verify(producerId, 0, 1, 'tx', true)).toBe(ErrorCode.TRANSACTION_ABORTABLE);

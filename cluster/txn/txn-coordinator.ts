@@ -15,7 +15,8 @@
  * (txn-records.ts, acks=all) and takes effect, and is answered, only once
  * the append has succeeded. EndTxn answers once PrepareCommit or
  * PrepareAbort is written; the markers then go to every partition of the
- * transaction through the TxnMarkerWriter, retried with a bounded backoff
+ * transaction through the TxnMarkerWriter (in a cluster, TxnMarkerChannel:
+ * to each partition's leader, here or on another broker), retried with a bounded backoff
  * while they fail with retriable errors (a partition that no longer exists
  * is dropped), and CompleteCommit or CompleteAbort is written after the
  * last one. Until then the id answers CONCURRENT_TRANSACTIONS. Loading a
@@ -169,6 +170,10 @@ const RETRIABLE_MARKER_ERRORS: ReadonlySet<number> = new Set([
   ErrorCode.REQUEST_TIMED_OUT,
   ErrorCode.KAFKA_STORAGE_ERROR,
 ]);
+
+/** Marker attempts that fail before a warning says so, and between two such warnings (about 30 s at the longest backoff). */
+const MARKER_RETRIES_BEFORE_WARNING = 5;
+const MARKER_RETRIES_BETWEEN_WARNINGS = 30;
 
 function failed(errorCode: number): InitProducerIdResult {
   return { errorCode, producerId: NO_PRODUCER_ID, producerEpoch: NO_PRODUCER_EPOCH };
@@ -413,35 +418,6 @@ export class TransactionCoordinator {
     return partitions.map((p) => ({ topic: p.topic, partition: p.partition, errorCode: txn.hasPartition(p.topic, p.partition) ? ErrorCode.NONE : ErrorCode.TRANSACTION_ABORTABLE }));
   }
 
-  /**
-   * For the Produce and TxnOffsetCommit paths (KIP-890 part 1): NONE when
-   * the partition is in the ongoing transaction of this producer id and
-   * epoch; otherwise the error as Kafka 4.0's AddPartitionsToTxnManager
-   * hands it to them: INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH
-   * (fenced), for a partition not added TRANSACTION_ABORTABLE to requests
-   * that know it (`abortableKnown`: Produce v11+, TxnOffsetCommit v4+) and
-   * INVALID_TXN_STATE to older ones, or the coordinator's retriable error
-   * (CONCURRENT_TRANSACTIONS, NOT_COORDINATOR), which the callers translate
-   * as Kafka does.
-   *
-   * Example: after addPartitions('tx', 0n, 0, [orders-0]):
-   * verifyPartition('tx', 0n, 0, 'orders', 0, false) -> NONE; ('tx', 0n, 0,
-   * 'orders', 1, false) -> INVALID_TXN_STATE, with true
-   * TRANSACTION_ABORTABLE; ('tx', 0n, 1, 'orders', 0, false) ->
-   * INVALID_PRODUCER_EPOCH.
-   */
-  verifyPartition(transactionalId: string, producerId: bigint, producerEpoch: number, topic: string, partition: number, abortableKnown: boolean): number {
-    const [result] = this.verifyPartitions(transactionalId, producerId, producerEpoch, [{ topic, partition }]);
-    switch (result!.errorCode) {
-      case ErrorCode.PRODUCER_FENCED:
-        return ErrorCode.INVALID_PRODUCER_EPOCH;
-      case ErrorCode.TRANSACTION_ABORTABLE:
-        return abortableKnown ? ErrorCode.TRANSACTION_ABORTABLE : ErrorCode.INVALID_TXN_STATE;
-      default:
-        return result!.errorCode;
-    }
-  }
-
   // ---- EndTxn --------------------------------------------------------------------------------
 
   /**
@@ -578,6 +554,13 @@ export class TransactionCoordinator {
       if (partitions.some((p) => !answered.has(`${p.topic}\u0000${p.partition}`) && txn.hasPartition(p.topic, p.partition))) retry = true;
     }
     if (retry) {
+      // Retried quietly at first (a leader change is routine), then said out loud while it lasts.
+      if (attempt === MARKER_RETRIES_BEFORE_WARNING || (attempt > MARKER_RETRIES_BEFORE_WARNING && attempt % MARKER_RETRIES_BETWEEN_WARNINGS === 0)) {
+        this.log.warn(
+          { transactionalId, attempts: attempt + 1, waiting: partitionList(txn.partitions).map((p) => `${p.topic}-${p.partition}`) },
+          'transaction markers still not written on every partition; the transaction stays open (CONCURRENT_TRANSACTIONS) until they are: check that these partitions have a leader with enough in-sync replicas',
+        );
+      }
       this.timer.schedule(markersKey(transactionalId), this.backoff(attempt), () => this.writeMarkers(shard, txn, commit, complete, attempt + 1));
       return;
     }
