@@ -114,6 +114,16 @@ describe.skipIf(!hasEtcd && !process.env.CI)('transactions across three brokers'
     await cluster?.close();
   }, 60_000);
 
+  it('starts a new topic with every replica in sync: 30 partitions with full ISRs in the answer\'s wake', async () => {
+    await admin.createTopics({ topics: [{ topic: 'wide', numPartitions: 30 }] });
+    // Read right after the answer, from a broker that did not necessarily create it.
+    const v = await until('the topic on every broker', async () => {
+      const views = await Promise.all(cluster.bootstraps().map((b) => clusterView(b, 'wide')));
+      return views.every((x) => x.partitions.length === 30) && views;
+    });
+    for (const view of v) for (const p of view.partitions) expect(p.isr).toEqual([1, 2, 3]);
+  });
+
   it('commits and aborts over partitions, coordinators and group coordinator on different brokers', async () => {
     const leaders = await fullIsr(TOPIC);
     expect(new Set(leaders).size).toBe(3);
@@ -170,4 +180,15 @@ describe.skipIf(!hasEtcd && !process.env.CI)('transactions across three brokers'
     expect(offsets.map((p) => [p.partition, p.offset]).sort()).toEqual(ends.map((e) => [e.partition, e.high]).sort());
     await producer.disconnect();
   }, 120_000);
+
+  it('changed partition states without one compare-and-swap conflict', () => {
+    // Per-partition state: leaders of one topic's partitions never contend, and nothing here raced the controller.
+    for (const [id, b] of cluster.running) {
+      const conflicts = b
+        .output()
+        .split('\n')
+        .filter((l) => /"level":(40|50)/.test(l) && /compare-and-swap|times in a row|ISR change/.test(l));
+      expect(conflicts, `broker ${id}`).toEqual([]);
+    }
+  });
 });

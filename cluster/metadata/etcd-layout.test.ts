@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../wire/errors.js';
-import { type Entry, EtcdLayout, type StoredPartitionView, assignReplicas, completeReassignment, placeReplicas, electLeader, electLeaders, imageFromEntries, imbalancedPartitions, reassign } from './etcd-layout.js';
+import { type Entry, EtcdLayout, type StoredPartitionView, assignReplicas, completeReassignment, placeReplicas, electLeader, electLeaders, imageFromEntries, imbalancedPartitions, initialState, reassign } from './etcd-layout.js';
 
 const layout = new EtcdLayout('/gregor/');
 
@@ -12,7 +12,9 @@ describe('the etcd key layout', () => {
   it('names every key under its root and reads each back', () => {
     expect(layout.topic('orders')).toBe('/gregor/topics/orders');
     expect(layout.kindOf(layout.topic('orders.v1_x'))).toEqual({ kind: 'topic', name: 'orders.v1_x' });
-    expect(layout.kindOf(layout.partitions('orders'))).toEqual({ kind: 'partitions', name: 'orders' });
+    expect(layout.kindOf(layout.partition('orders', 3))).toEqual({ kind: 'partition', name: 'orders', partition: 3 });
+    expect(layout.kindOf(layout.legacyPartitions('orders'))).toEqual({ kind: 'legacy-partitions', name: 'orders' });
+    expect(layout.kindOf('/gregor/partitions/orders/x')).toEqual({ kind: 'other' });
     expect(layout.kindOf(layout.broker(12))).toEqual({ kind: 'broker', nodeId: 12 });
     expect(layout.kindOf(layout.brokerConfigs(null))).toEqual({ kind: 'broker-configs', nodeId: null });
     expect(layout.kindOf(layout.brokerConfigs(3))).toEqual({ kind: 'broker-configs', nodeId: 3 });
@@ -34,10 +36,8 @@ describe('the etcd key layout', () => {
         '/gregor/brokers/2': { rack: null, endpoints, directoryId: 'd2' },
         '/gregor/controller': { nodeId: 2 },
         '/gregor/topics/t': { topicId: 'AAAAAAAAAAAAAAAAAAAAAg', replicas: [[1, 3], [2, 1]] },
-        '/gregor/partitions/t': [
-          { leader: 1, leaderEpoch: 3, partitionEpoch: 5, isr: [1] },
-          { leader: 2, leaderEpoch: 0, partitionEpoch: 0, isr: [2, 1] },
-        ],
+        '/gregor/partitions/t/0': { leader: 1, leaderEpoch: 3, partitionEpoch: 5, isr: [1] },
+        '/gregor/partitions/t/1': { leader: 2, leaderEpoch: 0, partitionEpoch: 0, isr: [2, 1] },
         '/gregor/configs/topics/t': { 'retention.ms': '1000' },
         '/gregor/configs/brokers/default': { 'log.retention.ms': '5' },
         '/gregor/configs/brokers/2': { 'log.cleaner.threads': '2' },
@@ -65,6 +65,28 @@ describe('the etcd key layout', () => {
     const image = imageFromEntries(layout, entries({ '/gregor/topics/t': { topicId: 'AAAAAAAAAAAAAAAAAAAAAg', replicas: [[1]] } }));
     expect(image.controllerId).toBe(-1);
     expect(image.topics.get('t')!.partitions[0]).toMatchObject({ leader: -1, isr: [], offlineReplicas: [1] });
+  });
+
+  it('reads partition states of the older layout (one list per topic) where a partition has no key of its own', () => {
+    const image = imageFromEntries(
+      layout,
+      entries({
+        '/gregor/topics/t': { topicId: 'AAAAAAAAAAAAAAAAAAAAAg', replicas: [[1], [1]] },
+        '/gregor/partitions/t': [
+          { leader: 1, leaderEpoch: 3, partitionEpoch: 5, isr: [1] },
+          { leader: 1, leaderEpoch: 4, partitionEpoch: 6, isr: [1] },
+        ],
+        '/gregor/partitions/t/1': { leader: 1, leaderEpoch: 7, partitionEpoch: 9, isr: [1] },
+      }),
+    );
+    expect(image.topics.get('t')!.partitions.map((p) => p.leaderEpoch)).toEqual([3, 7]);
+  });
+
+  it('starts a new partition with every live assigned replica in the ISR, the first of them leading', () => {
+    expect(initialState([2, 3, 1], new Set([1, 2, 3]))).toEqual({ leader: 2, leaderEpoch: 0, partitionEpoch: 0, isr: [2, 3, 1] });
+    expect(initialState([2, 3, 1], new Set([1, 3]))).toEqual({ leader: 3, leaderEpoch: 0, partitionEpoch: 0, isr: [3, 1] });
+    // Nobody alive: no leader, and whichever replica returns first may lead (all are empty).
+    expect(initialState([2, 3], new Set([1]))).toEqual({ leader: -1, leaderEpoch: 0, partitionEpoch: 0, isr: [2, 3] });
   });
 
   it('leaves out a value that is not JSON, naming its key, and keeps the rest', () => {

@@ -10,15 +10,20 @@
  *   controller                        the controller's node id (under its lease)
  *   topics/<name>                     topic id and replica assignment, one list of node ids per partition
  *   topic-names/<collision key>       the name holding a '.'/'_' collision key, written with the topic
- *   partitions/<name>                 every partition's leader, leader epoch, partition epoch and ISR
+ *   partitions/<name>/<partition>     one partition's leader, leader epoch, partition epoch and ISR
+ *   partitions/<name>                 (older layout) every partition's state in one list, read until
+ *                                     the controller has moved them to keys of their own
  *   configs/topics/<name>             a topic's config overrides
  *   configs/brokers/<nodeId|default>  dynamic broker configs, per broker and cluster-wide
  *   producer-ids                      the first producer id of the next block
  *   barriers/<nodeId>                 written by a broker to learn when its watch has caught up
  *
- * Topic names are [a-zA-Z0-9._-]+, so a name is a safe path segment. A topic's
- * partition states share one key so that a topic of thousands of partitions is
- * still written in one transaction (etcd allows 128 operations in one).
+ * Topic names are [a-zA-Z0-9._-]+, so a name is a safe path segment. Each
+ * partition's state has a key of its own, as Kafka keeps a record per
+ * partition, so that changes to two partitions (their leaders' ISR changes,
+ * the controller's elections) never contend. A change touching many
+ * partitions is written in transactions of at most MAX_PARTITIONS_PER_TXN
+ * of them, within etcd's limit of 128 operations per transaction.
  */
 import type { BrokerRegistration, DynamicBrokerConfigs, Endpoint, MetadataImage, PartitionState, TopicImage } from './metadata-image.js';
 import { buildImage } from './metadata-image.js';
@@ -77,7 +82,8 @@ export type KeyKind =
   | { kind: 'controller' }
   | { kind: 'topic'; name: string }
   | { kind: 'topic-name' }
-  | { kind: 'partitions'; name: string }
+  | { kind: 'partition'; name: string; partition: number }
+  | { kind: 'legacy-partitions'; name: string }
   | { kind: 'topic-configs'; name: string }
   | { kind: 'broker-configs'; nodeId: number | null }
   | { kind: 'producer-ids' }
@@ -105,7 +111,16 @@ export class EtcdLayout {
   topicName(collisionKey: string): string {
     return `${this.root}topic-names/${collisionKey}`;
   }
-  partitions(name: string): string {
+  /** Example: new EtcdLayout('/gregor/').partition('orders', 3) -> '/gregor/partitions/orders/3'. */
+  partition(name: string, partition: number): string {
+    return `${this.root}partitions/${name}/${partition}`;
+  }
+  /** Every partition key of a topic starts with this. */
+  partitionsPrefix(name: string): string {
+    return `${this.root}partitions/${name}/`;
+  }
+  /** The key of the older layout that held all of a topic's partition states. */
+  legacyPartitions(name: string): string {
     return `${this.root}partitions/${name}`;
   }
   topicConfigs(name: string): string {
@@ -121,7 +136,7 @@ export class EtcdLayout {
     return `${this.root}barriers/${nodeId}`;
   }
 
-  /** What a key under the root holds. Example: '/gregor/partitions/orders' -> { kind: 'partitions', name: 'orders' }. */
+  /** What a key under the root holds. Example: '/gregor/partitions/orders/3' -> { kind: 'partition', name: 'orders', partition: 3 }. */
   kindOf(key: string): KeyKind {
     if (!key.startsWith(this.root)) return { kind: 'other' };
     const rest = key.slice(this.root.length);
@@ -141,8 +156,11 @@ export class EtcdLayout {
         return { kind: 'topic-name' };
       case 'barriers':
         return { kind: 'barrier' };
-      case 'partitions':
-        return tail.length > 0 && !tail.includes('/') ? { kind: 'partitions', name: tail } : { kind: 'other' };
+      case 'partitions': {
+        if (tail.length > 0 && !tail.includes('/')) return { kind: 'legacy-partitions', name: tail };
+        const m = /^([^/]+)\/(\d+)$/.exec(tail);
+        return m ? { kind: 'partition', name: m[1]!, partition: Number(m[2]) } : { kind: 'other' };
+      }
       case 'configs': {
         if (tail.startsWith('topics/')) return { kind: 'topic-configs', name: tail.slice('topics/'.length) };
         if (tail === 'brokers/default') return { kind: 'broker-configs', nodeId: null };
@@ -155,10 +173,13 @@ export class EtcdLayout {
   }
 }
 
+/** The most partitions one etcd transaction changes: a compare and a put each, within etcd's 128 operations. */
+export const MAX_PARTITIONS_PER_TXN = 60;
+
 /**
  * The image that the keys under `layout.root` describe. Replicas whose broker is
- * not registered are offline. A partition whose state key is missing (never the
- * case for topics gregor wrote) has no leader. A value that is not JSON (not
+ * not registered are offline. A partition whose state key is missing (a topic
+ * whose creation was cut short, until the controller writes it) has no leader. A value that is not JSON (not
  * written by gregor) is left out and its key given to `onBadKey`.
  */
 export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string, Entry>, onBadKey: (key: string) => void = () => {}): MetadataImage {
@@ -172,7 +193,8 @@ export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string
   };
   const brokers: BrokerRegistration[] = [];
   const topics = new Map<string, StoredTopic>();
-  const partitions = new Map<string, readonly StoredPartition[]>();
+  const partitions = new Map<string, Map<number, StoredPartition>>();
+  const legacy = new Map<string, readonly StoredPartition[]>();
   const topicConfigs = new Map<string, Record<string, string>>();
   let clusterDefault: Record<string, string> = {};
   const perBroker = new Map<number, Record<string, string>>();
@@ -199,8 +221,14 @@ export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string
       case 'topic':
         topics.set(k.name, v as StoredTopic);
         break;
-      case 'partitions':
-        partitions.set(k.name, v as StoredPartition[]);
+      case 'partition': {
+        let m = partitions.get(k.name);
+        if (!m) partitions.set(k.name, (m = new Map()));
+        m.set(k.partition, v as StoredPartition);
+        break;
+      }
+      case 'legacy-partitions':
+        legacy.set(k.name, v as StoredPartition[]);
         break;
       case 'topic-configs':
         topicConfigs.set(k.name, v as Record<string, string>);
@@ -214,9 +242,10 @@ export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string
   const live = new Set(brokers.map((b) => b.nodeId));
   const images: TopicImage[] = [];
   for (const [name, t] of topics) {
-    const states = partitions.get(name);
+    const own = partitions.get(name);
+    const old = legacy.get(name);
     const parts: PartitionState[] = t.replicas.map((replicas, partition) => {
-      const s = states?.[partition];
+      const s = own?.get(partition) ?? old?.[partition];
       const moving = t.reassigning?.[String(partition)];
       return {
         partition,
@@ -233,6 +262,19 @@ export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string
   brokers.sort((a, b) => a.nodeId - b.nodeId);
   const dynamic: DynamicBrokerConfigs = { clusterDefault, perBroker };
   return buildImage(clusterId, controllerId, brokers, images, dynamic);
+}
+
+/**
+ * A new partition's state, as Kafka's controller makes it: every assigned
+ * replica that is alive is in the ISR (a new partition is empty everywhere,
+ * so all of them are in sync), and the first of them leads. With none alive,
+ * no leader and every replica in the ISR, so whichever comes first may lead.
+ *
+ * Example: initialState([2, 3, 1], {1, 3}) -> { leader: 3, leaderEpoch: 0, partitionEpoch: 0, isr: [3, 1] }.
+ */
+export function initialState(replicas: readonly number[], live: ReadonlySet<number>): StoredPartition {
+  const alive = replicas.filter((r) => live.has(r));
+  return { leader: alive[0] ?? -1, leaderEpoch: 0, partitionEpoch: 0, isr: alive.length > 0 ? alive : [...replicas] };
 }
 
 /**

@@ -241,6 +241,80 @@ describe.skipIf(!hasEtcd && !process.env.CI)('the etcd metadata store', () => {
     await until('the same on broker 2', () => b.image().topics.get('ha')!.partitions[0]!.leaderEpoch === 2);
   });
 
+  it('keeps each partition\'s state under a key of its own, a new partition with every live replica in sync, many partitions in several transactions', async () => {
+    fresh();
+    const [a] = await pair();
+    const t = await a.createTopic({ name: 'wide', numPartitions: 130, replicationFactor: 2 });
+    expect(t.partitions).toHaveLength(130);
+    for (const p of t.partitions) expect(p).toMatchObject({ leader: p.replicas[0], isr: p.replicas, leaderEpoch: 0 });
+    const raw = rawClient();
+    try {
+      const keys = await raw.getAll().prefix(`${root}partitions/wide/`).keys();
+      expect(keys).toHaveLength(130);
+      // Grown past one transaction's worth too.
+      const grown = await a.createPartitions('wide', 200);
+      expect(grown.partitions).toHaveLength(200);
+      expect(grown.partitions.every((p) => p.leader >= 0 && p.isr.length === 2)).toBe(true);
+      await a.deleteTopic({ name: 'wide' });
+      expect(await raw.getAll().prefix(`${root}partitions/wide`).keys()).toEqual([]);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('writes ISR changes asked together in few transactions, and two leaders of one topic never contend', async () => {
+    fresh();
+    const [a, b] = await pair();
+    // Partitions 0-99 led by broker 1, 100-101 by broker 2; both replicas in sync.
+    const assignments = [...Array.from({ length: 100 }, () => [1, 2]), [2, 1], [2, 1]];
+    await a.createTopic({ name: 'isr', numPartitions: 102, replicationFactor: 2, assignments });
+    await until('the topic on broker 2', () => b.image().topics.get('isr')?.partitions.length === 102);
+    const raw = rawClient();
+    try {
+      const before = BigInt((await raw.get(`${root}cluster-id`).exec()).header.revision);
+      // Broker 1 drops broker 2 from the ISR of its 100 partitions while broker 2 does the same to broker 1 on its two.
+      await Promise.all([
+        ...Array.from({ length: 100 }, (_, p) => a.alterPartitionIsr('isr', p, 0, [1, 2], [1])),
+        b.alterPartitionIsr('isr', 100, 0, [2, 1], [2]),
+        b.alterPartitionIsr('isr', 101, 0, [2, 1], [2]),
+      ]);
+      const after = BigInt((await raw.get(`${root}cluster-id`).exec()).header.revision);
+      // Two transactions for broker 1's hundred, one for broker 2's two.
+      expect(after - before).toBe(3n);
+    } finally {
+      raw.close();
+    }
+    const parts = a.image().topics.get('isr')!.partitions;
+    expect(parts.slice(0, 100).every((p) => p.isr.length === 1 && p.isr[0] === 1)).toBe(true);
+    expect(parts.slice(100).map((p) => p.isr)).toEqual([[2], [2]]);
+    // A change made from an ISR that is no longer the partition's is refused, once this copy shows why.
+    await expect(a.alterPartitionIsr('isr', 0, 0, [1, 2], [1, 2])).rejects.toThrow(ConcurrentChangeError);
+    // Nor from a leader epoch that is not the partition's.
+    await expect(a.alterPartitionIsr('isr', 1, 3, [1], [1, 2])).rejects.toThrow(ConcurrentChangeError);
+  });
+
+  it('as controller, moves partition states of the older layout to keys of their own and completes a creation cut short', async () => {
+    fresh();
+    const raw = rawClient();
+    try {
+      const topicId = 'AAAAAAAAAAAAAAAAAAAAAg';
+      await raw.put(`${root}topics/old`).value(JSON.stringify({ topicId, replicas: [[1], [1]] }));
+      await raw.put(`${root}partitions/old`).value(JSON.stringify([{ leader: 1, leaderEpoch: 4, partitionEpoch: 4, isr: [1] }, { leader: 1, leaderEpoch: 2, partitionEpoch: 2, isr: [1] }]));
+      // A topic whose creation stopped before its partition states were written.
+      await raw.put(`${root}topics/cut`).value(JSON.stringify({ topicId: 'AAAAAAAAAAAAAAAAAAAAAw', replicas: [[1]] }));
+      const a = await store(1);
+      await untilAsync('the older list gone', async () => (await raw.get(`${root}partitions/old`).string()) === null);
+      expect((await raw.getAll().prefix(`${root}partitions/old/`).keys()).sort()).toEqual([`${root}partitions/old/0`, `${root}partitions/old/1`]);
+      await until('states for both topics', () => a.image().topics.get('cut')?.partitions[0]?.leader === 1);
+      expect(a.image().topics.get('old')!.partitions.map((p) => [p.leader, p.leaderEpoch])).toEqual([
+        [1, 4],
+        [1, 2],
+      ]);
+    } finally {
+      raw.close();
+    }
+  });
+
   it('rides through an etcd restart: the watch resumes and changes go on', async () => {
     fresh();
     const a = await store(1, { sessionTimeoutMs: 10_000 });

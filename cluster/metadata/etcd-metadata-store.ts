@@ -35,7 +35,8 @@ import {
   electLeaders,
   imageFromEntries,
   imbalancedPartitions,
-  partitionViews,
+  initialState,
+  MAX_PARTITIONS_PER_TXN,
   placeReplicas,
   reassign,
 } from './etcd-layout.js';
@@ -130,6 +131,9 @@ export class EtcdMetadataStore implements MetadataStore {
   private electAgain = false;
   private retryTimer: NodeJS.Timeout | null = null;
   private rebalanceTimer: NodeJS.Timeout | null = null;
+  /** ISR changes waiting to be written, in the order asked (see alterPartitionIsr). */
+  private readonly isrChanges: IsrChange[] = [];
+  private isrWriting = false;
 
   private constructor(
     private readonly client: Etcd3,
@@ -244,10 +248,18 @@ export class EtcdMetadataStore implements MetadataStore {
     const topicKey = this.layout.topic(name);
     const nameKey = this.layout.topicName(collisionKey(name));
     const c = this.client;
+    const liveIds = new Set(this.current.brokers.keys());
+    const states = replicas.map((r) => initialState(r, liveIds));
+    // Partition keys left by a creation of this name that was cut short would otherwise come back.
+    if (!this.entries.has(topicKey) && [...this.entries.keys()].some((k) => k.startsWith(this.layout.partitionsPrefix(name)))) {
+      await this.call(() => c.if(topicKey, 'Create', '==', 0).then(c.delete().prefix(this.layout.partitionsPrefix(name))).commit());
+    }
+    // The topic, and as many partitions as fit, in one transaction; the rest follow, each only while the topic is the one created.
+    const first = Math.min(states.length, MAX_PARTITIONS_PER_TXN);
     const puts = [
       c.put(topicKey).value(JSON.stringify(stored)),
       c.put(nameKey).value(JSON.stringify({ name })),
-      c.put(this.layout.partitions(name)).value(JSON.stringify(replicas.map(initialState))),
+      ...states.slice(0, first).map((st, i) => c.put(this.layout.partition(name, i)).value(JSON.stringify(st))),
     ];
     if (topic.configs && Object.keys(topic.configs).length > 0) puts.push(c.put(this.layout.topicConfigs(name)).value(JSON.stringify(topic.configs)));
     const res = await this.call(() => c.if(topicKey, 'Create', '==', 0).and(nameKey, 'Create', '==', 0).then(...puts).else(c.get(nameKey)).commit());
@@ -262,7 +274,21 @@ export class EtcdMetadataStore implements MetadataStore {
       }
       throw new TopicExistsError(clash === name ? `Topic '${name}' already exists.` : `Topic '${name}' collides with existing topic '${clash}'.`);
     }
-    await this.caughtUp(BigInt(res.header.revision));
+    const createdAt = res.header.revision;
+    let revision = BigInt(createdAt);
+    for (let from = first; from < states.length; from += MAX_PARTITIONS_PER_TXN) {
+      const chunk = states.slice(from, from + MAX_PARTITIONS_PER_TXN);
+      const more = await this.call(() =>
+        c
+          .if(topicKey, 'Create', '==', createdAt)
+          .then(...chunk.map((st, i) => c.put(this.layout.partition(name, from + i)).value(JSON.stringify(st))))
+          .commit(),
+      );
+      // Deleted meanwhile: what is left is the deletion's to answer.
+      if (!more.succeeded) break;
+      revision = BigInt(more.header.revision);
+    }
+    await this.caughtUp(revision);
     return this.topicNamed(name, topicId);
   }
 
@@ -278,7 +304,8 @@ export class EtcdMetadataStore implements MetadataStore {
           .if(topicKey, 'Mod', '==', entry.modRevision)
           .then(
             c.delete().key(topicKey),
-            c.delete().key(this.layout.partitions(gone.name)),
+            c.delete().prefix(this.layout.partitionsPrefix(gone.name)),
+            c.delete().key(this.layout.legacyPartitions(gone.name)),
             c.delete().key(this.layout.topicConfigs(gone.name)),
             c.delete().key(this.layout.topicName(collisionKey(gone.name))),
           )
@@ -290,36 +317,51 @@ export class EtcdMetadataStore implements MetadataStore {
   }
 
   async createPartitions(name: string, count: number, assignments?: readonly (readonly number[])[]): Promise<TopicImage> {
-    const topicId = await this.withRetries(async () => {
+    const { topicId, added, createdAt, revision } = await this.withRetries(async () => {
       const topicKey = this.layout.topic(name);
-      const partsKey = this.layout.partitions(name);
       const topicEntry = this.entries.get(topicKey);
-      const partsEntry = this.entries.get(partsKey);
-      if (!topicEntry || !partsEntry) throw new UnknownTopicError(`Topic '${name}' does not exist.`);
+      if (!topicEntry) throw new UnknownTopicError(`Topic '${name}' does not exist.`);
       const stored = JSON.parse(topicEntry.value) as StoredTopic;
-      const states = JSON.parse(partsEntry.value) as StoredPartition[];
       const have = stored.replicas.length;
       if (!Number.isInteger(count) || count <= have) throw new RangeError(`topic '${name}' has ${have} partitions; ${count} is not an increase`);
       if (assignments && assignments.length !== count - have) throw new RangeError(`${count - have} new partitions but ${assignments.length} assignments`);
       const live = [...this.current.brokers.values()];
       // While partition 0 is reassigned, its replicas include those leaving.
       const rf = (stored.replicas[0]?.length ?? 1) - (stored.reassigning?.['0']?.removing.length ?? 0);
-      const added = assignments
+      const replicas = assignments
         ? assignments.map((r) => [...r])
         : placeReplicas(live, count - have, rf, Math.floor(Math.random() * Math.max(1, live.length)), have);
+      const liveIds = new Set(this.current.brokers.keys());
+      const states = replicas.map((r, i) => ({ partition: have + i, state: initialState(r, liveIds) }));
+      const first = states.slice(0, MAX_PARTITIONS_PER_TXN);
       const c = this.client;
       const res = await this.call(() =>
         c
           .if(topicKey, 'Mod', '==', topicEntry.modRevision)
-          .and(partsKey, 'Mod', '==', partsEntry.modRevision)
           .then(
-            c.put(topicKey).value(JSON.stringify({ ...stored, replicas: [...stored.replicas, ...added] })),
-            c.put(partsKey).value(JSON.stringify([...states, ...added.map(initialState)])),
+            c.put(topicKey).value(JSON.stringify({ ...stored, replicas: [...stored.replicas, ...replicas] })),
+            ...first.map((x) => c.put(this.layout.partition(name, x.partition)).value(JSON.stringify(x.state))),
           )
           .commit(),
       );
-      return res.succeeded ? { done: stored.topicId, revision: BigInt(res.header.revision) } : null;
+      const done = { topicId: stored.topicId, added: states.slice(first.length), createdAt: topicEntry.createRevision, revision: BigInt(res.header.revision) };
+      return res.succeeded ? { done, revision: done.revision } : null;
     });
+    // The partitions that did not fit in the first transaction, while the topic is the same one.
+    let last = revision;
+    for (let from = 0; from < added.length; from += MAX_PARTITIONS_PER_TXN) {
+      const chunk = added.slice(from, from + MAX_PARTITIONS_PER_TXN);
+      const c = this.client;
+      const more = await this.call(() =>
+        c
+          .if(this.layout.topic(name), 'Create', '==', createdAt)
+          .then(...chunk.map((x) => c.put(this.layout.partition(name, x.partition)).value(JSON.stringify(x.state))))
+          .commit(),
+      );
+      if (!more.succeeded) break;
+      last = BigInt(more.header.revision);
+    }
+    await this.caughtUp(last);
     return this.topicNamed(name, topicId);
   }
 
@@ -362,28 +404,99 @@ export class EtcdMetadataStore implements MetadataStore {
     return this.current.dynamicBrokerConfigs;
   }
 
-  async alterPartitionIsr(topic: string, partition: number, leaderEpoch: number, baseIsr: readonly number[], isr: readonly number[]): Promise<void> {
-    const sameSet = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((r) => b.includes(r));
+  /**
+   * Asks for a new ISR of a partition this broker leads, made from
+   * `baseIsr`. Changes asked at about the same time are written together, in
+   * as few etcd transactions as they fit in, each comparing the revision of
+   * every partition it rewrites: a broker's ISR changes after an outage cost
+   * a handful of writes, not one per partition. A change whose partition
+   * moved on meanwhile (another leader or epoch, or another ISR than
+   * `baseIsr`) fails with ConcurrentChangeError once this copy shows why;
+   * one etcd did not take fails with MetadataUnavailableError, and the
+   * caller decides when to ask again.
+   */
+  alterPartitionIsr(topic: string, partition: number, leaderEpoch: number, baseIsr: readonly number[], isr: readonly number[]): Promise<void> {
     const gone = isr.filter((r) => !baseIsr.includes(r) && !this.current.brokers.has(r));
-    if (gone.length > 0) throw new ConcurrentChangeError(`replicas ${gone.join(',')} are not live brokers; they cannot join the ISR`);
-    await this.withRetries(async () => {
-      const partsKey = this.layout.partitions(topic);
-      const entry = this.entries.get(partsKey);
-      if (!entry) throw new UnknownTopicError(`Topic '${topic}' does not exist.`);
-      const states = JSON.parse(entry.value) as StoredPartition[];
-      const s = states[partition];
-      if (!s) throw new UnknownTopicError(`Topic '${topic}' has no partition ${partition}.`);
-      if (s.leader !== this.self?.nodeId || s.leaderEpoch !== leaderEpoch) {
-        throw new ConcurrentChangeError(`partition ${topic}-${partition} is led by ${s.leader} at epoch ${s.leaderEpoch} now, not by this broker at ${leaderEpoch}`);
+    if (gone.length > 0) return Promise.reject(new ConcurrentChangeError(`replicas ${gone.join(',')} are not live brokers; they cannot join the ISR`));
+    if (this.closed) return Promise.reject(new MetadataUnavailableError('the metadata store is closed'));
+    return new Promise((resolve, reject) => {
+      this.isrChanges.push({ topic, partition, leaderEpoch, baseIsr: [...baseIsr], isr: [...isr], attempts: 0, resolve, reject });
+      if (!this.isrWriting) {
+        this.isrWriting = true;
+        // Changes asked in the same turn of the event loop go in one batch.
+        setImmediate(() => void this.writeIsrChanges());
       }
-      if (sameSet(s.isr, isr)) return { done: undefined, revision: this.applied };
-      // Made from an ISR that has changed since (the controller dropped a dead replica): the leader asks again from the new one.
-      if (!sameSet(s.isr, baseIsr)) throw new ConcurrentChangeError(`the ISR of ${topic}-${partition} is [${s.isr.join(',')}] now, not [${baseIsr.join(',')}]`);
-      const next = states.map((x, i) => (i === partition ? { ...x, isr: [...isr], partitionEpoch: x.partitionEpoch + 1 } : x));
-      const c = this.client;
-      const res = await this.call(() => c.if(partsKey, 'Mod', '==', entry.modRevision).then(c.put(partsKey).value(JSON.stringify(next))).commit());
-      return res.succeeded ? { done: undefined, revision: BigInt(res.header.revision) } : null;
     });
+  }
+
+  /** Writes the queued ISR changes, a batch at a time, until none is left. */
+  private async writeIsrChanges(): Promise<void> {
+    try {
+      while (this.isrChanges.length > 0) {
+        const batch = this.isrChanges.splice(0, MAX_PARTITIONS_PER_TXN);
+        if (this.closed) {
+          for (const ch of batch) ch.reject(new MetadataUnavailableError('the metadata store is closed'));
+          continue;
+        }
+        const compares: Compare[] = [];
+        const puts: ReturnType<Etcd3['put']>[] = [];
+        const writing: IsrChange[] = [];
+        for (const ch of batch) {
+          const stored = this.storedPartition(ch.topic, ch.partition);
+          const s = stored?.state;
+          if (!stored || !s) {
+            ch.reject(new UnknownTopicError(`Topic '${ch.topic}' has no partition ${ch.partition}.`));
+            continue;
+          }
+          if (s.leader !== this.self?.nodeId || s.leaderEpoch !== ch.leaderEpoch) {
+            ch.reject(new ConcurrentChangeError(`partition ${ch.topic}-${ch.partition} is led by ${s.leader} at epoch ${s.leaderEpoch} now, not by this broker at ${ch.leaderEpoch}`));
+            continue;
+          }
+          if (sameSet(s.isr, ch.isr)) {
+            ch.resolve();
+            continue;
+          }
+          // Made from an ISR that has changed since (the controller dropped a dead replica): the leader asks again from the new one.
+          if (!sameSet(s.isr, ch.baseIsr)) {
+            ch.reject(new ConcurrentChangeError(`the ISR of ${ch.topic}-${ch.partition} is [${s.isr.join(',')}] now, not [${ch.baseIsr.join(',')}]`));
+            continue;
+          }
+          // A partition asked twice in one batch waits for the next one, made from what the first wrote.
+          if (writing.some((w) => w.topic === ch.topic && w.partition === ch.partition)) {
+            this.isrChanges.unshift(ch);
+            continue;
+          }
+          compares.push(...stored.compares);
+          puts.push(this.client.put(this.layout.partition(ch.topic, ch.partition)).value(JSON.stringify({ ...s, isr: ch.isr, partitionEpoch: s.partitionEpoch + 1 })));
+          writing.push(ch);
+        }
+        if (writing.length === 0) continue;
+        let res;
+        try {
+          res = await this.call(() => this.commitIf(compares, puts));
+        } catch (err) {
+          for (const ch of writing) ch.reject(err as Error);
+          continue;
+        }
+        if (res.succeeded) {
+          await this.caughtUp(BigInt(res.header.revision)).catch(() => undefined);
+          for (const ch of writing) ch.resolve();
+          continue;
+        }
+        // Some partition of the batch changed meanwhile: with this copy caught up, each change is judged again on its own.
+        await this.barrier().catch(() => undefined);
+        for (const ch of writing.reverse()) {
+          if (++ch.attempts >= CAS_ATTEMPTS) ch.reject(new MetadataUnavailableError(`the ISR change of ${ch.topic}-${ch.partition} lost ${CAS_ATTEMPTS} compare-and-swaps in a row`));
+          else this.isrChanges.unshift(ch);
+        }
+      }
+    } finally {
+      this.isrWriting = false;
+      if (this.isrChanges.length > 0 && !this.closed) {
+        this.isrWriting = true;
+        setImmediate(() => void this.writeIsrChanges());
+      }
+    }
   }
 
   async alterPartitionReassignments(changes: readonly { topic: string; partition: number; replicas: readonly number[] | null }[]): Promise<PartitionChangeResult[]> {
@@ -442,54 +555,64 @@ export class EtcdMetadataStore implements MetadataStore {
     decide: (view: StoredPartitionView, index: number, live: ReadonlySet<number>) => { view: StoredPartitionView } | { errorCode: number; message: string },
   ): Promise<{ errorCode: number; message: string | null }[]> {
     const unknown = { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message: `Topic '${topic}' or the partition does not exist.` };
-    try {
-      return await this.withRetries(async () => {
-        const topicKey = this.layout.topic(topic);
-        const partsKey = this.layout.partitions(topic);
-        const topicEntry = this.entries.get(topicKey);
-        const partsEntry = this.entries.get(partsKey);
-        if (!topicEntry || !partsEntry) throw new UnknownTopicError(unknown.message);
-        const stored = JSON.parse(topicEntry.value) as StoredTopic;
-        const states = JSON.parse(partsEntry.value) as StoredPartition[];
-        const views = partitionViews(stored, states);
-        const live = new Set(this.current.brokers.keys());
-        const answers: { errorCode: number; message: string | null }[] = [];
-        const next = [...views];
-        asked.forEach((p, i) => {
-          const view = views[p];
-          if (!Number.isInteger(p) || view === undefined) {
-            answers.push(unknown);
-            return;
-          }
-          const d = decide(view, i, live);
-          if ('errorCode' in d) answers.push(d);
-          else {
-            next[p] = d.view;
-            answers.push({ errorCode: ErrorCode.NONE, message: null });
-          }
-        });
-        if (next.every((v, i) => v === views[i])) return { done: answers, revision: this.applied };
-        const reassigning: Record<string, Reassignment> = {};
-        next.forEach((v, i) => {
-          if (v.reassigning) reassigning[String(i)] = v.reassigning;
-        });
-        const newTopic: StoredTopic = { topicId: stored.topicId, replicas: next.map((v) => v.replicas), ...(Object.keys(reassigning).length > 0 ? { reassigning } : {}) };
-        const c = this.client;
-        const res = await this.call(() =>
-          c
-            .if(topicKey, 'Mod', '==', topicEntry.modRevision)
-            .and(partsKey, 'Mod', '==', partsEntry.modRevision)
-            .then(c.put(topicKey).value(JSON.stringify(newTopic)), c.put(partsKey).value(JSON.stringify(next.map((v) => v.state))))
-            .commit(),
+    const answers: { errorCode: number; message: string | null }[] = [];
+    // In pieces that fit in one transaction each, every piece decided on the topic as etcd holds it then.
+    for (let from = 0; from < asked.length; from += MAX_PARTITIONS_PER_TXN) {
+      const piece = asked.slice(from, from + MAX_PARTITIONS_PER_TXN);
+      try {
+        answers.push(
+          ...(await this.withRetries(async () => {
+            const views = this.storedViews(topic);
+            if (!views) throw new UnknownTopicError(unknown.message);
+            const live = new Set(this.current.brokers.keys());
+            const out: { errorCode: number; message: string | null }[] = [];
+            const next = new Map<number, StoredPartitionView>();
+            piece.forEach((p, k) => {
+              const view = Number.isInteger(p) ? views.partitions[p]?.view : undefined;
+              if (!view) {
+                out.push(unknown);
+                return;
+              }
+              const d = decide(view, from + k, live);
+              if ('errorCode' in d) out.push(d);
+              else {
+                next.set(p, d.view);
+                out.push({ errorCode: ErrorCode.NONE, message: null });
+              }
+            });
+            const changed = [...next].filter(([p, v]) => v !== views.partitions[p]!.view);
+            if (changed.length === 0) return { done: out, revision: this.applied };
+            const c = this.client;
+            const topicKey = this.layout.topic(topic);
+            const compares: Compare[] = [[topicKey, 'Mod', views.topicEntry.modRevision], ...changed.flatMap(([p]) => views.partitions[p]!.compares)];
+            const ops = changed.map(([p, v]) => c.put(this.layout.partition(topic, p)).value(JSON.stringify(v.state)));
+            const moved = changed.filter(([p, v]) => v.replicas !== views.partitions[p]!.view!.replicas || v.reassigning !== views.partitions[p]!.view!.reassigning);
+            if (moved.length > 0) {
+              const replicas = [...views.stored.replicas];
+              const reassigning: Record<string, Reassignment> = { ...views.stored.reassigning };
+              for (const [p, v] of moved) {
+                replicas[p] = v.replicas;
+                if (v.reassigning) reassigning[String(p)] = v.reassigning;
+                else delete reassigning[String(p)];
+              }
+              const newTopic: StoredTopic = { topicId: views.stored.topicId, replicas, ...(Object.keys(reassigning).length > 0 ? { reassigning } : {}) };
+              ops.push(c.put(topicKey).value(JSON.stringify(newTopic)));
+            }
+            const res = await this.call(() => this.commitIf(dedupe(compares), ops));
+            return res.succeeded ? { done: out, revision: BigInt(res.header.revision) } : null;
+          })),
         );
-        return res.succeeded ? { done: answers, revision: BigInt(res.header.revision) } : null;
-      });
-    } catch (err) {
-      if (err instanceof UnknownTopicError) return asked.map(() => unknown);
-      // This topic's partitions answer the failure; the other topics of the request are done on their own.
-      this.opts.log.warn({ topic, err: (err as Error).message }, 'partition change not written');
-      return asked.map(() => ({ errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, message: (err as Error).message }));
+      } catch (err) {
+        if (err instanceof UnknownTopicError) {
+          answers.push(...piece.map(() => unknown));
+          continue;
+        }
+        // This topic's partitions answer the failure; the other topics of the request are done on their own.
+        this.opts.log.warn({ topic, err: (err as Error).message }, 'partition change not written');
+        answers.push(...piece.map(() => ({ errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, message: (err as Error).message })));
+      }
     }
+    return answers;
   }
 
   async allocateProducerIdBlock(): Promise<{ firstProducerId: bigint; size: number }> {
@@ -717,6 +840,50 @@ export class EtcdMetadataStore implements MetadataStore {
     return builder ? builder.and(key, column, '==', value) : this.client.if(key, column, '==', value);
   }
 
+  /**
+   * What etcd holds for one partition's state, with the compares that it is
+   * still so: its own key, or, for a topic of the older layout, its element
+   * of the topic's list (and the own key still absent). Null when the topic
+   * is not in this copy; `state` undefined when the partition has no state
+   * yet (a creation cut short).
+   */
+  private storedPartition(topic: string, partition: number): { state: StoredPartition | undefined; compares: Compare[] } | null {
+    if (!this.entries.has(this.layout.topic(topic))) return null;
+    const key = this.layout.partition(topic, partition);
+    const own = this.entries.get(key);
+    if (own) return { state: parseState(own.value), compares: [[key, 'Mod', own.modRevision]] };
+    const legacyKey = this.layout.legacyPartitions(topic);
+    const legacy = this.entries.get(legacyKey);
+    if (!legacy) return { state: undefined, compares: [[key, 'Create', '0']] };
+    let state: StoredPartition | undefined;
+    try {
+      state = (JSON.parse(legacy.value) as StoredPartition[])[partition];
+    } catch {
+      state = undefined;
+    }
+    return { state, compares: [[key, 'Create', '0'], [legacyKey, 'Mod', legacy.modRevision]] };
+  }
+
+  /** Each partition of a topic as etcd holds it (a partition without a state yet has none), or null for a topic not in this copy. */
+  private storedViews(name: string): { stored: StoredTopic; topicEntry: Entry; partitions: { view: StoredPartitionView | null; compares: Compare[] }[] } | null {
+    const topicEntry = this.entries.get(this.layout.topic(name));
+    if (!topicEntry) return null;
+    const stored = JSON.parse(topicEntry.value) as StoredTopic;
+    const partitions = stored.replicas.map((replicas, i) => {
+      const sp = this.storedPartition(name, i)!;
+      return { view: sp.state ? { replicas, reassigning: stored.reassigning?.[String(i)] ?? null, state: sp.state } : null, compares: sp.compares };
+    });
+    return { stored, topicEntry, partitions };
+  }
+
+  /** An etcd transaction that applies `ops` if every compare holds. */
+  private commitIf(compares: readonly Compare[], ops: ReturnType<Etcd3['put']>[] | Parameters<ReturnType<Etcd3['if']>['then']>): ReturnType<ReturnType<ReturnType<Etcd3['if']>['then']>['commit']> {
+    const [first, ...rest] = compares;
+    let b = this.client.if(first![0], first![1], '==', first![2]);
+    for (const [key, column, value] of rest) b = b.and(key, column, '==', value);
+    return b.then(...(ops as Parameters<ReturnType<Etcd3['if']>['then']>)).commit();
+  }
+
   /** The topic `name` as the image has it, if it is still the topic `topicId`. */
   private topicNamed(name: string, topicId: string): TopicImage {
     const t = this.current.topics.get(name);
@@ -881,41 +1048,56 @@ export class EtcdMetadataStore implements MetadataStore {
     const controller = this.entries.get(this.layout.controller());
     if (!controller) return;
     const live = new Set(this.current.brokers.keys());
-    for (const name of this.current.topics.keys()) {
-      const topicEntry = this.entries.get(this.layout.topic(name));
-      const partsKey = this.layout.partitions(name);
-      const partsEntry = this.entries.get(partsKey);
-      if (!topicEntry || !partsEntry) continue;
-      const stored = JSON.parse(topicEntry.value) as StoredTopic;
-      const elected = electLeaders(JSON.parse(partsEntry.value) as StoredPartition[], stored.replicas, live);
-      const states = [...(elected ?? (JSON.parse(partsEntry.value) as StoredPartition[]))];
+    for (const name of [...this.current.topics.keys()]) {
+      const views = this.storedViews(name);
+      if (!views) continue;
+      const { stored } = views;
+      // A partition without a state (its topic's creation was cut short) gets a new one.
+      const before = views.partitions.map((p, i) => p.view?.state ?? initialState(stored.replicas[i]!, live));
+      const states = [...(electLeaders(before, stored.replicas, live) ?? before)];
       // Reassignments whose target replicas are all in sync now: the replicas being removed go.
-      const replicas = [...stored.replicas];
-      const reassigning = { ...stored.reassigning };
-      const completed: number[] = [];
-      for (const key of Object.keys(reassigning)) {
+      const completedAs = new Map<number, StoredPartitionView>();
+      for (const [key, moving] of Object.entries(stored.reassigning ?? {})) {
         const i = Number(key);
-        const done = completeReassignment({ replicas: replicas[i]!, reassigning: reassigning[key]!, state: states[i]! }, live);
+        const done = completeReassignment({ replicas: stored.replicas[i]!, reassigning: moving, state: states[i]! }, live);
         if (!done) continue;
-        replicas[i] = done.replicas;
+        completedAs.set(i, done);
         states[i] = done.state;
-        delete reassigning[key];
-        completed.push(i);
       }
-      if (!elected && completed.length === 0) continue;
+      // Written: what changed, what had no state, and what still sits in the older layout's list.
+      const changed = states.flatMap((st, i) => (st !== views.partitions[i]!.view?.state || views.partitions[i]!.compares[0]![1] === 'Create' ? [i] : []));
       const c = this.client;
-      // Only while this broker still holds the controller key it read, and the keys are as it read them.
-      let txn = c.if(partsKey, 'Mod', '==', partsEntry.modRevision).and(this.layout.controller(), 'Mod', '==', controller.modRevision);
-      const puts = [c.put(partsKey).value(JSON.stringify(states))];
-      if (completed.length > 0) {
-        const topicKey = this.layout.topic(name);
-        txn = txn.and(topicKey, 'Mod', '==', topicEntry.modRevision);
-        const newTopic: StoredTopic = { topicId: stored.topicId, replicas, ...(Object.keys(reassigning).length > 0 ? { reassigning } : {}) };
-        puts.push(c.put(topicKey).value(JSON.stringify(newTopic)));
+      const controllerGuard: Compare = [this.layout.controller(), 'Mod', controller.modRevision];
+      const legacyKey = this.layout.legacyPartitions(name);
+      const legacy = this.entries.get(legacyKey);
+      if (changed.length === 0) {
+        if (legacy) await this.commitIf([controllerGuard, [legacyKey, 'Mod', legacy.modRevision]], [c.delete().key(legacyKey)]);
+        continue;
       }
-      const res = await txn.then(...puts).commit();
-      if (res.succeeded && elected) this.opts.log.info({ topic: name, live: [...live] }, 'elected partition leaders');
-      if (res.succeeded && completed.length > 0) this.opts.log.info({ topic: name, partitions: completed }, 'partition reassignments completed');
+      // A pass writes one transaction's worth per topic; the next pass (after the watch brings this one) the rest.
+      const piece = changed.slice(0, MAX_PARTITIONS_PER_TXN - 1);
+      if (piece.length < changed.length) this.electAgain = true;
+      // Only while this broker still holds the controller key it read, and the keys are as it read them.
+      const compares: Compare[] = [controllerGuard, ...piece.flatMap((i) => views.partitions[i]!.compares)];
+      const ops = piece.map((i) => c.put(this.layout.partition(name, i)).value(JSON.stringify(states[i])));
+      const completed = piece.filter((i) => completedAs.has(i));
+      if (completed.length > 0) {
+        const replicas = [...stored.replicas];
+        const reassigning: Record<string, Reassignment> = { ...stored.reassigning };
+        for (const i of completed) {
+          replicas[i] = completedAs.get(i)!.replicas;
+          delete reassigning[String(i)];
+        }
+        const topicKey = this.layout.topic(name);
+        compares.push([topicKey, 'Mod', views.topicEntry.modRevision]);
+        const newTopic: StoredTopic = { topicId: stored.topicId, replicas, ...(Object.keys(reassigning).length > 0 ? { reassigning } : {}) };
+        ops.push(c.put(topicKey).value(JSON.stringify(newTopic)));
+      }
+      const res = await this.commitIf(dedupe(compares), ops);
+      if (!res.succeeded) continue;
+      const elected = piece.filter((i) => states[i]!.leader !== views.partitions[i]!.view?.state.leader);
+      if (elected.length > 0) this.opts.log.info({ topic: name, partitions: elected, live: [...live] }, 'elected partition leaders');
+      if (completed.length > 0) this.opts.log.info({ topic: name, partitions: completed }, 'partition reassignments completed');
     }
   }
 
@@ -924,13 +1106,10 @@ export class EtcdMetadataStore implements MetadataStore {
     if (this.closed || this.leaving || !this.lease || !this.self || this.current.controllerId !== this.self.nodeId) return;
     const live = new Set(this.current.brokers.keys());
     const topics: { name: string; partitions: StoredPartitionView[] }[] = [];
+    const stateless: StoredPartitionView = { replicas: [], reassigning: null, state: { leader: -1, leaderEpoch: 0, partitionEpoch: 0, isr: [] } };
     for (const name of this.current.topics.keys()) {
-      const topicEntry = this.entries.get(this.layout.topic(name));
-      const partsEntry = this.entries.get(this.layout.partitions(name));
-      if (!topicEntry || !partsEntry) continue;
-      const stored = JSON.parse(topicEntry.value) as StoredTopic;
-      const states = JSON.parse(partsEntry.value) as StoredPartition[];
-      topics.push({ name, partitions: partitionViews(stored, states) });
+      const views = this.storedViews(name);
+      if (views) topics.push({ name, partitions: views.partitions.map((p) => p.view ?? stateless) });
     }
     const imbalanced = imbalancedPartitions(topics, live);
     if (imbalanced.length === 0) return;
@@ -939,9 +1118,37 @@ export class EtcdMetadataStore implements MetadataStore {
   }
 }
 
-/** A new partition's state: its first replica leads, alone in the ISR until followers replicate it. */
-function initialState(replicas: readonly number[]): StoredPartition {
-  return { leader: replicas[0] ?? -1, leaderEpoch: 0, partitionEpoch: 0, isr: replicas.length > 0 ? [replicas[0]!] : [] };
+/** A compare of an etcd transaction: the key, what of it, and the value it must equal. */
+type Compare = [key: string, column: 'Mod' | 'Create', value: string];
+
+interface IsrChange {
+  readonly topic: string;
+  readonly partition: number;
+  readonly leaderEpoch: number;
+  readonly baseIsr: readonly number[];
+  readonly isr: readonly number[];
+  /** Transactions it was in that lost a compare-and-swap (to another partition's change, or its own). */
+  attempts: number;
+  readonly resolve: () => void;
+  readonly reject: (err: Error) => void;
+}
+
+function sameSet(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((r) => b.includes(r));
+}
+
+/** `compares` without repeats of a key (several partitions of the older layout share its key). */
+function dedupe(compares: readonly Compare[]): Compare[] {
+  const seen = new Set<string>();
+  return compares.filter(([key]) => !seen.has(key) && seen.add(key) !== undefined);
+}
+
+function parseState(value: string): StoredPartition | undefined {
+  try {
+    return JSON.parse(value) as StoredPartition;
+  } catch {
+    return undefined;
+  }
 }
 
 function entryOf(kv: IKeyValue): Entry {

@@ -14,7 +14,10 @@ import { ErrorCode } from '../../wire/errors.js';
 import { diskSpace } from '../../storage/disk-space.js';
 import type { LogManager } from '../../storage/log-manager.js';
 import { type ActiveProducer, CorruptRecordError, type FileRange, type PartitionLog, StorageError } from '../../storage/log.js';
-import type { MetadataImage, MetadataStore, PartitionState } from '../metadata/metadata-image.js';
+import { ConcurrentChangeError, UnknownTopicError, type MetadataImage, type MetadataStore, type PartitionState } from '../metadata/metadata-image.js';
+import { Partition, type FetchWaiter, type ReplicationWaiter, type VerificationGuard } from './partition.js';
+
+export type { VerificationGuard };
 import { INTERNAL_TOPICS } from '../metadata/topic-names.js';
 import { GROUP_METADATA_TOPIC } from '../coordinator/partition-for.js';
 
@@ -29,22 +32,6 @@ export const DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000;
 
 /** How long a transaction marker waits for the in-sync replicas (Kafka's request.timeout.ms default). */
 const MARKER_REPLICATION_TIMEOUT_MS = 30_000;
-
-/** What a leader knows of one follower, as Kafka's Replica keeps it. */
-interface FollowerState {
-  /** The follower's log end, from its last fetch offset; -1n before its first fetch under this leader epoch. */
-  leo: bigint;
-  /** The last time the follower had everything the leader had. */
-  lastCaughtUpMs: number;
-  /** The leader's log end and the time at the follower's previous fetch. */
-  lastFetchLeaderLeo: bigint;
-  lastFetchMs: number;
-}
-
-interface ReplicationWaiter {
-  readonly requiredOffset: bigint;
-  readonly finish: (errorCode: number) => void;
-}
 
 /** A whole batch fetched from a leader: its offsets and where it sits in the fetched bytes. */
 export interface FollowerBatch {
@@ -137,12 +124,6 @@ export function readError(errorCode: number): LogReadResult {
   return { errorCode, records: [], size: 0, highWatermark: -1n, lastStableOffset: -1n, logStartOffset: -1n, abortedTransactions: null };
 }
 
-interface FetchWaiter {
-  readonly keys: readonly string[];
-  readonly tryComplete: () => boolean;
-  finish(outcome: FetchWaitOutcome): void;
-}
-
 /** Why a parked fetch resumed. */
 export type FetchWaitOutcome = 'satisfied' | 'timeout' | 'shutdown';
 
@@ -180,25 +161,21 @@ function offsetError(errorCode: number): OffsetForTimestampResult {
   return { errorCode, ...NOTHING_FOUND };
 }
 
-function waiterKey(topic: string, partition: number): string {
+function partitionKey(topic: string, partition: number): string {
   return `${partition}:${topic}`;
 }
 
-/** A transactional batch's verification with its coordinator, under way (see startTransactionVerification). */
-export interface VerificationGuard {
-  readonly producerId: bigint;
-}
-
-function guardKey(topic: string, partition: number, producerId: bigint): string {
-  return `${partition}:${topic}\u0000${producerId}`;
-}
+/** How often, at most, failed ISR changes are reported while they go on failing. */
+const ISR_FAILURE_REPORT_INTERVAL_MS = 10_000;
 
 export class ReplicaManager {
   private unsubscribe: (() => void) | null = null;
-  /** Verifications of transactional batches under way, by partition and producer. */
-  private readonly verificationGuards = new Map<string, VerificationGuard>();
-  /** Parked fetches by partition, woken by appends to it. */
-  private readonly fetchWaiters = new Map<string, Set<FetchWaiter>>();
+  /**
+   * The state of each partition beside its log (see partition.ts): as leader,
+   * its followers and ISR change; the requests waiting on it. By
+   * partitionKey; kept while the partition is hosted or something waits on it.
+   */
+  private readonly partitions = new Map<string, Partition>();
   private fetchWaitersClosed = false;
   /** Told of every transaction marker written to a partition of __consumer_offsets (see writeMarkers). */
   onOffsetsTxnMarker: ((partition: number, producerId: bigint, commit: boolean) => void) | null = null;
@@ -208,22 +185,9 @@ export class ReplicaManager {
    * and the logs of the old one must not serve it.
    */
   private readonly hostedTopicIds = new Map<string, string>();
-
-  /** What this broker, as leader, knows of each follower of each partition it leads (by waiterKey, then replica id). */
-  private readonly followers = new Map<string, Map<number, FollowerState>>();
-  /** The leader epoch each led partition's follower states were made for. */
-  private readonly ledAtEpoch = new Map<string, number>();
-  /**
-   * ISR changes asked of the metadata store, by partition: the ISR proposed,
-   * whether the store is still at it, and the leader epoch it was for. Until
-   * the image shows it (or the epoch moves), the high watermark counts the
-   * proposed members too (Kafka's maximal ISR): a follower being added may
-   * already be in the ISR in etcd, and may be elected.
-   */
-  private readonly pendingIsr = new Map<string, { isr: readonly number[]; inFlight: boolean; leaderEpoch: number }>();
   private replicationClosed = false;
-  /** acks=-1 appends waiting for the high watermark, by partition. */
-  private readonly replicationWaiters = new Map<string, Set<ReplicationWaiter>>();
+  /** ISR changes the metadata store did not take since the last report of them. */
+  private isrFailures = { count: 0, reportedAtMs: 0, last: '' };
   private isrTimer: NodeJS.Timeout | null = null;
   private readonly replicaLagTimeMaxMs: number;
   private readonly now: () => number;
@@ -398,7 +362,7 @@ export class ReplicaManager {
     m: { producerId: bigint; producerEpoch: number; coordinatorEpoch: number; commit: boolean },
   ): number {
     // A verification under way was for the transaction this marker ends: its batch must not open another.
-    this.verificationGuards.delete(guardKey(topic, partition, m.producerId));
+    this.partitionIfAny(topic, partition)?.voidVerification(m.producerId);
     const state = this.partitionState(topic, partition);
     if (!state) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
     if (state.leader !== this.nodeId) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
@@ -441,9 +405,7 @@ export class ReplicaManager {
   startTransactionVerification(topic: string, partition: number, producerId: bigint, producerEpoch: number): VerificationGuard | null {
     const log = this.logs.get(topic, partition);
     if (log && !log.isOffline && log.hasOngoingTransaction(producerId, producerEpoch)) return null;
-    const guard: VerificationGuard = { producerId };
-    this.verificationGuards.set(guardKey(topic, partition, producerId), guard);
-    return guard;
+    return this.partitionFor(topic, partition).startVerification(producerId);
   }
 
   /**
@@ -452,16 +414,14 @@ export class ReplicaManager {
    * event loop); false when it must be refused.
    */
   claimTransactionVerification(topic: string, partition: number, guard: VerificationGuard): boolean {
-    const key = guardKey(topic, partition, guard.producerId);
-    if (this.verificationGuards.get(key) !== guard) return false;
-    this.verificationGuards.delete(key);
-    return true;
+    return this.partitionIfAny(topic, partition)?.claimVerification(guard) ?? false;
   }
 
   /** Forgets a guard whose verification failed (its batch is not appended). */
   abandonTransactionVerification(topic: string, partition: number, guard: VerificationGuard): void {
-    const key = guardKey(topic, partition, guard.producerId);
-    if (this.verificationGuards.get(key) === guard) this.verificationGuards.delete(key);
+    const p = this.partitionIfAny(topic, partition);
+    p?.abandonVerification(guard);
+    if (p) this.forgetIfIdle(p);
   }
 
   /**
@@ -652,30 +612,23 @@ export class ReplicaManager {
     if (safeTry(tryComplete)) return Promise.resolve('satisfied');
     if (maxWaitMs <= 0) return Promise.resolve('timeout');
     return new Promise((resolve) => {
-      const keys = [...new Set(partitions.map((p) => waiterKey(p.topic, p.partition)))];
+      const parts = [...new Set(partitions.map((p) => this.partitionFor(p.topic, p.partition)))];
       let done = false;
       const waiter: FetchWaiter = {
-        keys,
         tryComplete,
         finish: (outcome) => {
           if (done) return;
           done = true;
           clearTimeout(timer);
-          for (const k of keys) {
-            const set = this.fetchWaiters.get(k);
-            if (!set) continue;
-            set.delete(waiter);
-            if (set.size === 0) this.fetchWaiters.delete(k);
+          for (const p of parts) {
+            p.fetchWaiters.delete(waiter);
+            this.forgetIfIdle(p);
           }
           resolve(outcome);
         },
       };
       const timer = setTimeout(() => waiter.finish('timeout'), Math.min(maxWaitMs, 2147483647));
-      for (const k of keys) {
-        let set = this.fetchWaiters.get(k);
-        if (!set) this.fetchWaiters.set(k, (set = new Set()));
-        set.add(waiter);
-      }
+      for (const p of parts) p.fetchWaiters.add(waiter);
     });
   }
 
@@ -695,21 +648,11 @@ export class ReplicaManager {
     if (currentLeaderEpoch !== state.leaderEpoch) return;
     const log = this.logs.get(topic, partition);
     if (!log || log.isOffline || fetchOffset > log.logEndOffset || fetchOffset < log.logStartOffset) return;
-    const key = waiterKey(topic, partition);
-    const now = this.now();
-    let states = this.followers.get(key);
-    if (!states) this.followers.set(key, (states = new Map()));
-    let st = states.get(replicaId);
-    if (!st) states.set(replicaId, (st = { leo: -1n, lastCaughtUpMs: 0, lastFetchLeaderLeo: -1n, lastFetchMs: now }));
-    const leaderLeo = log.logEndOffset;
-    if (fetchOffset >= leaderLeo) st.lastCaughtUpMs = now;
-    else if (st.lastFetchLeaderLeo >= 0n && fetchOffset >= st.lastFetchLeaderLeo) st.lastCaughtUpMs = Math.max(st.lastCaughtUpMs, st.lastFetchMs);
-    st.lastFetchLeaderLeo = leaderLeo;
-    st.lastFetchMs = now;
-    st.leo = fetchOffset;
+    const p = this.partitionFor(topic, partition);
+    p.updateFollowerFetchState(replicaId, fetchOffset, log.logEndOffset, this.now());
     if (!state.isr.includes(replicaId) && this.metadata.image().brokers.has(replicaId)) {
       const epochStart = log.leaderEpochs.epochEntry(state.leaderEpoch)?.startOffset ?? 0n;
-      if (fetchOffset >= log.highWatermark && fetchOffset >= epochStart) this.proposeIsr(topic, partition, state, [...state.isr, replicaId], 'caught up');
+      if (fetchOffset >= log.highWatermark && fetchOffset >= epochStart) this.proposeIsr(p, state, [...state.isr, replicaId], 'caught up');
     }
     this.maybeAdvanceHighWatermark(topic, partition);
   }
@@ -717,7 +660,7 @@ export class ReplicaManager {
   /** Answers every acks=-1 append still waiting (NOT_LEADER_OR_FOLLOWER), and every later one at once: the broker is stopping. */
   releaseReplicationWaiters(): void {
     this.replicationClosed = true;
-    for (const key of [...this.replicationWaiters.keys()]) this.finishReplicationWaiters(key, () => ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    for (const p of [...this.partitions.values()]) this.finishReplicationWaiters(p, () => ErrorCode.NOT_LEADER_OR_FOLLOWER);
   }
 
   /**
@@ -732,22 +675,19 @@ export class ReplicaManager {
     if (this.replicationClosed) return Promise.resolve(ErrorCode.NOT_LEADER_OR_FOLLOWER);
     const verdict = this.replicationVerdict(topic, partition, requiredOffset);
     if (verdict !== null) return Promise.resolve(verdict);
-    const key = waiterKey(topic, partition);
+    const p = this.partitionFor(topic, partition);
     return new Promise((resolve) => {
-      let set = this.replicationWaiters.get(key);
-      if (!set) this.replicationWaiters.set(key, (set = new Set()));
       const timer = setTimeout(() => w.finish(ErrorCode.REQUEST_TIMED_OUT), Math.max(0, timeoutMs));
       const w: ReplicationWaiter = {
         requiredOffset,
         finish: (code) => {
           clearTimeout(timer);
-          const s = this.replicationWaiters.get(key);
-          s?.delete(w);
-          if (s?.size === 0) this.replicationWaiters.delete(key);
+          p.replicationWaiters.delete(w);
+          this.forgetIfIdle(p);
           resolve(code);
         },
       };
-      set.add(w);
+      p.replicationWaiters.add(w);
     });
   }
 
@@ -762,10 +702,8 @@ export class ReplicaManager {
     return state.isr.length < minIsr ? ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND : ErrorCode.NONE;
   }
 
-  private finishReplicationWaiters(key: string, verdict: (w: ReplicationWaiter) => number | null): void {
-    const set = this.replicationWaiters.get(key);
-    if (!set) return;
-    for (const w of [...set]) {
+  private finishReplicationWaiters(p: Partition, verdict: (w: ReplicationWaiter) => number | null): void {
+    for (const w of [...p.replicationWaiters]) {
       const code = verdict(w);
       if (code !== null) w.finish(code);
     }
@@ -782,20 +720,12 @@ export class ReplicaManager {
     if (!state || state.leader !== this.nodeId) return false;
     const log = known?.log ?? this.logs.get(topic, partition);
     if (!log || log.isOffline) return false;
+    const p = this.partitionIfAny(topic, partition);
     let hw = log.logEndOffset;
-    let key: string | null = null;
     // The usual case of a broker on its own: the ISR is this broker, nothing pending, nobody waiting.
-    if (state.isr.length > 1 || this.pendingIsr.size > 0 || this.replicationWaiters.size > 0) {
-      key = waiterKey(topic, partition);
-      const states = this.followers.get(key);
-      const pending = this.pendingIsr.get(key);
-      const count = (r: number): void => {
-        if (r === this.nodeId) return;
-        const leo = states?.get(r)?.leo ?? -1n;
-        if (leo < hw) hw = leo;
-      };
-      for (const r of state.isr) count(r);
-      if (pending && pending.leaderEpoch === state.leaderEpoch) for (const r of pending.isr) count(r);
+    if (state.isr.length > 1 || p?.needsFollowers) {
+      if (!p) return false;
+      hw = p.highWatermarkCandidate(state, this.nodeId, hw);
     }
     let woke = false;
     if (hw > log.highWatermark) {
@@ -808,52 +738,68 @@ export class ReplicaManager {
       this.wakeFetches(topic, partition);
       woke = true;
     }
-    if (key !== null && this.replicationWaiters.has(key)) this.finishReplicationWaiters(key, (w) => this.replicationVerdict(topic, partition, w.requiredOffset));
+    if (p && p.replicationWaiters.size > 0) this.finishReplicationWaiters(p, (w) => this.replicationVerdict(topic, partition, w.requiredOffset));
     return woke;
   }
 
   /**
    * Asks the metadata store for a new ISR of a partition this broker leads,
-   * made from the ISR it has now; one change at a time per partition. The
-   * proposal counts for the high watermark until the image shows it or the
-   * leader epoch moves, also when the store's answer was lost (the write may
-   * have landed); a failed one may be asked again.
+   * made from the ISR it has now; one change at a time per partition (see
+   * Partition.beginIsrChange). The proposal counts for the high watermark
+   * until the image shows it or the leader epoch moves, also when the
+   * store's answer was lost (the write may have landed). One the store did
+   * not take is asked again at the next chance after a backoff; one it
+   * refused because the partition changed meanwhile, at the next chance,
+   * from the new state.
    */
-  private proposeIsr(topic: string, partition: number, state: PartitionState, isr: number[], why: string): void {
-    const key = waiterKey(topic, partition);
+  private proposeIsr(p: Partition, state: PartitionState, isr: number[], why: string): void {
     const alter = this.metadata.alterPartitionIsr?.bind(this.metadata);
-    const pending = this.pendingIsr.get(key);
-    if (!alter || pending?.inFlight) return;
-    const entry = { isr: pending && pending.leaderEpoch === state.leaderEpoch ? [...new Set([...pending.isr, ...isr])] : isr, inFlight: true, leaderEpoch: state.leaderEpoch };
-    this.pendingIsr.set(key, entry);
-    this.log.info({ topic, partition, leaderEpoch: state.leaderEpoch, isr: state.isr, newIsr: isr, why }, 'changing the ISR');
-    alter(topic, partition, state.leaderEpoch, state.isr, isr)
-      .catch((err: unknown) => this.log.warn({ topic, partition, err: (err as Error).message }, 'the ISR change did not go through; it is asked again at the next chance'))
+    if (!alter) return;
+    const proposed = p.beginIsrChange(state, isr, this.now());
+    if (!proposed) return;
+    const { topic, index: partition } = p;
+    this.log.info({ topic, partition, leaderEpoch: state.leaderEpoch, isr: state.isr, newIsr: proposed, why }, 'changing the ISR');
+    alter(topic, partition, state.leaderEpoch, state.isr, proposed)
+      .then(
+        () => p.endIsrChange('done', this.now()),
+        (err: unknown) => {
+          // Another change won (the controller dropped a dead replica, a newer epoch): decided again from the new state.
+          if (err instanceof ConcurrentChangeError || err instanceof UnknownTopicError) {
+            p.endIsrChange('conflict', this.now());
+            this.log.info({ topic, partition, reason: (err as Error).message }, 'the partition changed while its ISR was being changed; deciding again from its new state');
+            return;
+          }
+          p.endIsrChange('unavailable', this.now());
+          this.reportIsrFailure(`${topic}-${partition}: ${(err as Error).message}`);
+        },
+      )
       .finally(() => {
-        entry.inFlight = false;
-        this.settlePendingIsr(topic, partition);
+        p.settlePendingIsr(this.partitionState(topic, partition), this.nodeId);
         this.maybeAdvanceHighWatermark(topic, partition);
       });
   }
 
-  /** Forgets a settled ISR proposal once the image shows it, or shows another leader epoch. */
-  private settlePendingIsr(topic: string, partition: number): void {
-    const key = waiterKey(topic, partition);
-    const pending = this.pendingIsr.get(key);
-    if (!pending || pending.inFlight) return;
-    const state = this.partitionState(topic, partition);
-    if (!state || state.leader !== this.nodeId || state.leaderEpoch !== pending.leaderEpoch || pending.isr.every((r) => state.isr.includes(r))) this.pendingIsr.delete(key);
+  /** Counts an ISR change the metadata store did not take, and says so at most once per interval while they go on. */
+  private reportIsrFailure(what: string): void {
+    const f = this.isrFailures;
+    f.count++;
+    f.last = what;
+    const now = this.now();
+    if (now - f.reportedAtMs < ISR_FAILURE_REPORT_INTERVAL_MS) return;
+    this.log.warn({ failed: f.count, last: f.last }, 'the metadata store did not take ISR changes; they are asked again with a backoff: check that etcd is reachable');
+    this.isrFailures = { count: 0, reportedAtMs: now, last: '' };
   }
 
   /** Followers in the ISR that have not caught up for replica.lag.time.max.ms leave it (Kafka's maybeShrinkIsr). */
   private shrinkIsrs(): void {
     const now = this.now();
     for (const t of this.metadata.image().topics.values()) {
-      for (const p of t.partitions) {
-        if (p.leader !== this.nodeId || p.isr.length <= 1) continue;
-        const states = this.followers.get(waiterKey(t.name, p.partition));
-        const lagging = p.isr.filter((r) => r !== this.nodeId && now - (states?.get(r)?.lastCaughtUpMs ?? 0) > this.replicaLagTimeMaxMs);
-        if (lagging.length > 0) this.proposeIsr(t.name, p.partition, p, p.isr.filter((r) => !lagging.includes(r)), `no catch-up for ${this.replicaLagTimeMaxMs} ms by ${lagging.join(',')}`);
+      for (const state of t.partitions) {
+        if (state.leader !== this.nodeId || state.isr.length <= 1) continue;
+        const p = this.partitionIfAny(t.name, state.partition);
+        if (!p) continue;
+        const lagging = p.laggingReplicas(state, this.nodeId, now, this.replicaLagTimeMaxMs);
+        if (lagging.length > 0) this.proposeIsr(p, state, state.isr.filter((r) => !lagging.includes(r)), `no catch-up for ${this.replicaLagTimeMaxMs} ms by ${lagging.join(',')}`);
       }
     }
   }
@@ -1005,15 +951,15 @@ export class ReplicaManager {
    * the partition moves.
    */
   wakeFetches(topic: string, partition: number): void {
-    const set = this.fetchWaiters.get(waiterKey(topic, partition));
-    if (!set) return;
-    for (const w of [...set]) if (safeTry(w.tryComplete)) w.finish('satisfied');
+    const p = this.partitionIfAny(topic, partition);
+    if (!p || p.fetchWaiters.size === 0) return;
+    for (const w of [...p.fetchWaiters]) if (safeTry(w.tryComplete)) w.finish('satisfied');
   }
 
   /** Parked fetches, for tests and metrics. */
   get parkedFetches(): number {
     const all = new Set<FetchWaiter>();
-    for (const set of this.fetchWaiters.values()) for (const w of set) all.add(w);
+    for (const p of this.partitions.values()) for (const w of p.fetchWaiters) all.add(w);
     return all.size;
   }
 
@@ -1024,7 +970,7 @@ export class ReplicaManager {
   releaseFetchWaiters(): void {
     this.fetchWaitersClosed = true;
     const all = new Set<FetchWaiter>();
-    for (const set of this.fetchWaiters.values()) for (const w of set) all.add(w);
+    for (const p of this.partitions.values()) for (const w of p.fetchWaiters) all.add(w);
     for (const w of all) w.finish('shutdown');
   }
 
@@ -1193,24 +1139,20 @@ export class ReplicaManager {
         this.log.warn({ topic: first.topic, partition: first.partition, err: first.err, failedPartitions: failed.length }, 'cannot create partition logs');
       }
     }
-    const led = new Set<string>();
+    const led = new Set<Partition>();
     for (const t of image.topics.values()) {
       for (const p of t.partitions) {
         if (!p.replicas.includes(this.nodeId) || p.leader !== this.nodeId) continue;
         const log = this.logs.get(t.name, p.partition);
         if (!log) continue;
-        led.add(waiterKey(t.name, p.partition));
-        this.becomeLeader(t.name, p, log);
+        led.add(this.becomeLeader(t.name, p, log));
       }
     }
-    for (const key of [...this.ledAtEpoch.keys()]) {
-      if (led.has(key)) continue;
-      this.ledAtEpoch.delete(key);
-      this.followers.delete(key);
-    }
-    for (const key of [...this.pendingIsr.keys()]) if (!led.has(key)) this.pendingIsr.delete(key);
-    for (const key of [...this.replicationWaiters.keys()]) {
-      if (!led.has(key)) this.finishReplicationWaiters(key, () => ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    for (const p of [...this.partitions.values()]) {
+      if (led.has(p)) continue;
+      p.resign();
+      this.finishReplicationWaiters(p, () => ErrorCode.NOT_LEADER_OR_FOLLOWER);
+      this.forgetIfIdle(p);
     }
   }
 
@@ -1223,28 +1165,37 @@ export class ReplicaManager {
    * have been checkpointed lower). Called for every image; a log already at
    * that epoch or a later one is left alone.
    */
-  private becomeLeader(topic: string, p: PartitionState, log: PartitionLog): void {
-    if (log.isOffline) return;
-    const key = waiterKey(topic, p.partition);
-    if (this.ledAtEpoch.get(key) !== p.leaderEpoch) {
-      // A new leadership: what was known of followers is forgotten; ISR members count as caught up now (Kafka's makeLeader).
-      this.ledAtEpoch.set(key, p.leaderEpoch);
-      const now = this.now();
-      const states = new Map<number, FollowerState>();
-      for (const r of p.replicas) {
-        if (r !== this.nodeId) states.set(r, { leo: -1n, lastCaughtUpMs: p.isr.includes(r) ? now : 0, lastFetchLeaderLeo: -1n, lastFetchMs: now });
-      }
-      this.followers.set(key, states);
-    }
+  private becomeLeader(topic: string, p: PartitionState, log: PartitionLog): Partition {
+    const part = this.partitionFor(topic, p.partition);
+    if (log.isOffline) return part;
+    part.makeLeader(p, this.nodeId, this.now());
     const latest = log.leaderEpochs.latestEntry();
     try {
       if (latest === undefined || latest.epoch < p.leaderEpoch) log.maybeAssignEpochStartOffset(p.leaderEpoch, log.logEndOffset);
     } catch (err) {
       this.log.warn({ topic, partition: p.partition, err }, 'cannot record the leader epoch; the log is offline');
-      return;
+      return part;
     }
-    this.settlePendingIsr(topic, p.partition);
+    part.settlePendingIsr(p, this.nodeId);
     this.maybeAdvanceHighWatermark(topic, p.partition);
+    return part;
+  }
+
+  /** The partition's state object, made when there is none. */
+  private partitionFor(topic: string, partition: number): Partition {
+    const key = partitionKey(topic, partition);
+    let p = this.partitions.get(key);
+    if (!p) this.partitions.set(key, (p = new Partition(topic, partition)));
+    return p;
+  }
+
+  private partitionIfAny(topic: string, partition: number): Partition | undefined {
+    return this.partitions.get(partitionKey(topic, partition));
+  }
+
+  /** Drops the state object of a partition nothing needs any more: not led here, nothing waiting on it. */
+  private forgetIfIdle(p: Partition): void {
+    if (p.idle && this.partitions.get(partitionKey(p.topic, p.index)) === p) this.partitions.delete(partitionKey(p.topic, p.index));
   }
 
   /**
