@@ -43,6 +43,7 @@ const POOL_TRIM_INTERVAL_MS = 30_000;
 
 export class Broker {
   private readonly connections = new Set<Connection>();
+  private readonly fatalListeners: ((err: Error) => void)[] = [];
   private stopping: Promise<void> | null = null;
   /** Set once a stop no longer takes new connections (after the controlled shutdown). */
   private draining = false;
@@ -92,6 +93,8 @@ export class Broker {
     // nothing behind; on any failure the lock is released at once, because while
     // this process lives other processes would see it as held.
     const bound: Bound[] = [];
+    // Until the broker exists, a fatal error of its store fails the start instead.
+    let fatal: (err: Error) => void = () => {};
     let identity: DirIdentity;
     let advertised: Endpoint[];
     let store: MetadataStore | undefined;
@@ -118,6 +121,7 @@ export class Broker {
               sessionTimeoutMs: config.brokerSessionTimeoutMs,
               ...(config.autoLeaderRebalanceEnable ? { leaderRebalanceIntervalMs: config.leaderImbalanceCheckIntervalSeconds * 1000 } : {}),
               log,
+              onFatal: (err) => fatal(err),
             },
             randomUuid(),
           );
@@ -194,6 +198,7 @@ export class Broker {
       log,
       apiVersions: advertisedVersions(HANDLERS),
     };
+    fatal = (err) => broker.fail(err);
     const dispatch: Dispatch = { handlers: handlerTable(HANDLERS), services };
     for (const b of bound) b.server.on('connection', (socket) => broker.accept(socket, b.spec.name, dispatch));
     if (etcd) {
@@ -206,6 +211,24 @@ export class Broker {
       }
     }
     return broker;
+  }
+
+  /**
+   * Calls `listener` once the broker has stopped on its own because it must
+   * not go on (another broker registered under its node id). The process
+   * should then exit non-zero.
+   */
+  onFatal(listener: (err: Error) => void): void {
+    this.fatalListeners.push(listener);
+  }
+
+  private fail(err: Error): void {
+    this.log.error({ err: err.message }, 'this broker cannot go on; stopping');
+    void this.stop()
+      .catch((stopErr: unknown) => this.log.error({ err: stopErr }, 'shutdown failed'))
+      .finally(() => {
+        for (const l of this.fatalListeners) l(err);
+      });
   }
 
   private accept(socket: Socket, listener: string, dispatch: Dispatch): void {

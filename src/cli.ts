@@ -231,6 +231,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
+    broker.onFatal(() => resolveExit(1));
     // Only now: a supervisor may signal the moment it reads the ready line.
     log.info(
       {

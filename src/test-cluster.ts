@@ -26,7 +26,10 @@ export interface TestBroker {
 
 interface Etcd {
   endpoint: string;
-  stop(): Promise<void>;
+  clientPort: number;
+  dataDir: string;
+  pid: number;
+  stop(signal?: string, opts?: { keepData?: boolean }): Promise<void>;
 }
 
 /** compat-tests/lib/<name>, from the first folder above this file that has it. */
@@ -36,7 +39,10 @@ async function lib<T>(name: string): Promise<T> {
   return (await import(pathToFileURL(join(dir, 'compat-tests', 'lib', name)).href)) as T;
 }
 
-const { etcdBinary, startEtcd } = await lib<{ etcdBinary(): string | null; startEtcd(): Promise<Etcd> }>('etcd.mjs');
+const { etcdBinary, startEtcd } = await lib<{
+  etcdBinary(): string | null;
+  startEtcd(o?: { dataDir?: string; clientPort?: number; ownDataDir?: boolean }): Promise<Etcd>;
+}>('etcd.mjs');
 const { startGregor } = await lib<{ startGregor(o: { dataDir: string; args: string[] }): Promise<TestBroker> }>('gregor.mjs');
 const { freePort } = await lib<{ freePort(): Promise<number> }>('free-port.mjs');
 
@@ -48,9 +54,11 @@ export class TestCluster {
   private readonly dirs = new Map<number, string>();
   private readonly ports = new Map<number, number>();
   private readonly paused = new Set<number>();
+  private readonly strangers: TestBroker[] = [];
+  private readonly strangerDirs: string[] = [];
 
   private constructor(
-    private readonly etcd: Etcd,
+    private etcd: Etcd,
     /** `--override` values every broker gets. */
     private readonly overrides: readonly string[],
     private readonly fixedPorts: boolean,
@@ -85,6 +93,21 @@ export class TestCluster {
     return g;
   }
 
+  /**
+   * Another broker process under node id `nodeId`, on a data directory of
+   * its own, as a second machine given the same node.id by mistake would be;
+   * not counted among the running brokers, stopped by close().
+   */
+  async startStranger(nodeId: number): Promise<TestBroker> {
+    const dir = mkdtempSync(join(tmpdir(), `gregor-stranger-${nodeId}-`));
+    this.strangerDirs.push(dir);
+    const args = ['--broker-id', String(nodeId), '--metadata', `etcd://${this.etcd.endpoint}`];
+    for (const o of this.overrides) args.push('--override', o);
+    const g = await startGregor({ dataDir: dir, args });
+    this.strangers.push(g);
+    return g;
+  }
+
   /** SIGKILL, and waits for the exit. */
   async kill(nodeId: number): Promise<void> {
     const g = this.running.get(nodeId)!;
@@ -111,6 +134,21 @@ export class TestCluster {
     else this.paused.delete(nodeId);
   }
 
+  /** etcd dies (SIGKILL); its data stays for etcdStart(). */
+  async etcdKill(): Promise<void> {
+    await this.etcd.stop('SIGKILL', { keepData: true });
+  }
+
+  /** etcd again on its data and its address, as after a crash and restart. */
+  async etcdStart(): Promise<void> {
+    this.etcd = await startEtcd({ dataDir: this.etcd.dataDir, clientPort: this.etcd.clientPort, ownDataDir: true });
+  }
+
+  /** SIGSTOP or SIGCONT to every running broker at once. */
+  pauseAll(paused: boolean): void {
+    for (const id of this.running.keys()) this.pause(id, paused);
+  }
+
   /** The address of a running broker. */
   any(): string {
     return this.anyBroker().bootstrap;
@@ -133,8 +171,9 @@ export class TestCluster {
   /** Stops every broker (a paused one is resumed first), then etcd, and removes the data directories. */
   async close(): Promise<void> {
     for (const id of this.paused) if (this.running.has(id)) process.kill(this.running.get(id)!.pid, 'SIGCONT');
-    await Promise.all([...this.running.values()].map((g) => g.stop()));
+    await Promise.all([...this.running.values(), ...this.strangers].map((g) => g.stop()));
     this.running.clear();
+    for (const d of this.strangerDirs) rmSync(d, { recursive: true, force: true });
     await this.etcd.stop();
     for (const d of this.dirs.values()) rmSync(d, { recursive: true, force: true });
   }

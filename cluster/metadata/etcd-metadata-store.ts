@@ -79,6 +79,8 @@ export interface EtcdStoreOptions {
    */
   readonly leaderRebalanceIntervalMs?: number;
   readonly log: EtcdStoreLogger;
+  /** Told when this broker must stop: another live broker registered under its node id. */
+  readonly onFatal?: (err: Error) => void;
 }
 
 /** The store could not reach etcd or etcd refused: the change did not happen. */
@@ -97,9 +99,18 @@ const CAS_ATTEMPTS = 10;
 /** Between two tries to register again after the lease was lost, and to redo controller work that failed. */
 const RETRY_DELAY_MS = 500;
 const WATCH_BACKOFF_MIN_MS = 50;
+/** Failed attempts to register or to read etcd again (RETRY_DELAY_MS apart) per warning: one every 5 s. */
+const REGISTRATION_FAILURES_PER_WARNING = 10;
 const WATCH_BACKOFF_MAX_MS = 1000;
 
 const decode = (b: Buffer): string => b.toString('utf8');
+
+/** A host policy of the etcd client that lets every call through (see connect()). */
+const PASS_THROUGH = {
+  execute<T>(fn: (context: { signal: AbortSignal }) => PromiseLike<T> | T): Promise<T> {
+    return Promise.resolve().then(() => fn({ signal: new AbortController().signal }));
+  },
+};
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The etcd client's backoff shape: doubling from `duration` up to WATCH_BACKOFF_MAX_MS. */
@@ -158,8 +169,10 @@ export class EtcdMetadataStore implements MetadataStore {
       hosts: opts.endpoints.map((e) => `http://${e}`),
       dialTimeout: callTimeoutMs,
       defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),
-      // The watch comes back within a second of etcd, not after the client's default of up to 30 s.
-      faultHandling: { watchBackoff: new CappedBackoff(WATCH_BACKOFF_MIN_MS) as never },
+      // The watch comes back within a second of etcd, not after the client's default of up to 30 s; and with
+      // one etcd address there is no other host to fail over to, so no circuit breaker holds calls back for
+      // seconds after etcd returns (the callers' own retries are spaced out).
+      faultHandling: { watchBackoff: new CappedBackoff(WATCH_BACKOFF_MIN_MS) as never, ...(opts.endpoints.length === 1 ? { host: () => PASS_THROUGH as never } : {}) },
     });
     const layout = new EtcdLayout(opts.root ?? DEFAULT_ROOT);
     let clusterId: string;
@@ -751,10 +764,10 @@ export class EtcdMetadataStore implements MetadataStore {
     void watcher.cancel().catch(() => undefined);
     this.opts.log.warn({ why }, 'reading the metadata from etcd again');
     this.reloading ??= (async () => {
-      while (!this.closed) {
+      for (let attempt = 0; !this.closed; attempt++) {
         try {
           await this.loadAndWatch();
-          this.opts.log.info({}, 'watching etcd again');
+          this.opts.log.info({ attempts: attempt + 1 }, 'watching etcd again');
           return;
         } catch (err) {
           if (this.watcher) {
@@ -762,7 +775,7 @@ export class EtcdMetadataStore implements MetadataStore {
             this.watcher = null;
             void w.cancel().catch(() => undefined);
           }
-          this.opts.log.warn({ err: (err as Error).message }, 'cannot read the metadata from etcd yet; trying again');
+          if (attempt % REGISTRATION_FAILURES_PER_WARNING === 0) this.opts.log.warn({ err: (err as Error).message, attempts: attempt + 1 }, 'cannot read the metadata from etcd yet; trying again');
           await sleep(RETRY_DELAY_MS);
         }
       }
@@ -944,11 +957,37 @@ export class EtcdMetadataStore implements MetadataStore {
     const stored: StoredBroker = { rack: self.rack, endpoints: self.endpoints, directoryId: this.directoryId };
     const key = this.layout.broker(self.nodeId);
     try {
-      const res = await this.call(() => this.client.if(key, 'Create', '==', 0).then(lease.put(key).value(JSON.stringify(stored))).commit());
+      const c = this.client;
+      const value = JSON.stringify(stored);
+      let res = await this.call(() => c.if(key, 'Create', '==', 0).then(lease.put(key).value(value)).else(c.get(key)).commit());
       if (!res.succeeded) {
-        throw new NodeIdInUseError(
-          `node.id ${self.nodeId} was registered in etcd by another broker meanwhile; give this broker another node.id`,
-        );
+        const kv = res.responses[0]?.response_range.kvs[0];
+        let holder: StoredBroker | null = null;
+        try {
+          holder = kv ? (JSON.parse(decode(kv.value)) as StoredBroker) : null;
+        } catch {
+          // Not gregor's: another broker's, as far as this one can tell.
+        }
+        // Gone meanwhile (its lease ran out): the next attempt creates it.
+        if (!kv) throw new Error('the registration key went away meanwhile');
+        if (holder?.directoryId !== this.directoryId) {
+          const where = holder ? holder.endpoints.map((e) => `${e.host}:${e.port}`).join(', ') : 'unknown address';
+          throw new NodeIdInUseError(`node.id ${self.nodeId} is registered in etcd by another broker (${where}); give one of the two brokers another node.id`);
+        }
+        // This broker's own registration under the lease it lost (etcd keeps leases across its own restart):
+        // moved to the new lease, with the controller key when that lease held it too, so that the other
+        // brokers never see this one go.
+        const controllerKey = this.layout.controller();
+        const controller = (await this.call(() => c.get(controllerKey).exec())).kvs[0];
+        const ours = controller !== undefined && controller.lease === kv.lease;
+        let txn = c.if(key, 'Mod', '==', kv.mod_revision);
+        if (ours) txn = txn.and(controllerKey, 'Mod', '==', controller.mod_revision);
+        const puts = [lease.put(key).value(value)];
+        if (ours) puts.push(lease.put(controllerKey).value(decode(controller.value)));
+        res = await this.call(() => txn.then(...puts).commit());
+        if (!res.succeeded) throw new Error('the registration left by the lost lease changed meanwhile');
+        void this.client.leaseClient.leaseRevoke({ ID: kv.lease }).catch(() => undefined);
+        this.opts.log.info({ nodeId: self.nodeId, controller: ours }, 'took over this broker\'s registration from its lost lease');
       }
       if (this.leaving) {
         // A controlled shutdown began meanwhile: this broker is leaving, not coming back.
@@ -965,19 +1004,25 @@ export class EtcdMetadataStore implements MetadataStore {
     await this.campaign();
   }
 
-  /** One loop at a time: registers again until it works, or another broker has taken the node id. */
+  /**
+   * One loop at a time: registers again until it works. A registration by
+   * another broker under this node id is fatal (onFatal): two brokers must
+   * never serve as one.
+   */
   private reregister(): Promise<void> {
     this.registering ??= (async () => {
-      while (!this.closed && !this.leaving && !this.lease) {
+      for (let attempt = 0; !this.closed && !this.leaving && !this.lease; attempt++) {
         try {
           await this.registerUnderNewLease();
-          this.opts.log.info({ nodeId: this.self!.nodeId }, 'registered in etcd again');
+          this.opts.log.info({ nodeId: this.self!.nodeId, attempts: attempt + 1 }, 'registered in etcd again');
         } catch (err) {
           if (err instanceof NodeIdInUseError) {
-            this.opts.log.error({ err: err.message }, 'cannot register again: another broker has this node id; stop this broker');
+            this.opts.log.error({ err: err.message }, 'cannot register again: another broker has this node id; this broker stops');
+            this.opts.onFatal?.(err);
             return;
           }
-          this.opts.log.warn({ err: (err as Error).message }, 'cannot register in etcd yet; trying again');
+          // Said at the first failure and then every few seconds, not at every try.
+          if (attempt % REGISTRATION_FAILURES_PER_WARNING === 0) this.opts.log.warn({ err: (err as Error).message, attempts: attempt + 1 }, 'cannot register in etcd yet; trying again');
           await sleep(RETRY_DELAY_MS);
         }
       }
