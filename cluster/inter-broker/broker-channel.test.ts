@@ -140,6 +140,17 @@ describe('BrokerChannel', () => {
     expect(p.seen.filter((s) => s.apiKey === 18)).toHaveLength(2);
   });
 
+  it('opens a new connection when the peer closed the last one (an idle timeout, a restart)', async () => {
+    const p = await peer(0);
+    const channel = channelTo(p.port);
+    await channel.request(2, api('DescribeCluster'), 1, DESCRIBE);
+    for (const s of p.sockets) s.destroy();
+    // The close reaches this side before the next request is made.
+    await new Promise((r) => setTimeout(r, 50));
+    await expect(channel.request(2, api('DescribeCluster'), 1, DESCRIBE)).resolves.toMatchObject({ response: { clusterId: 'scripted' } });
+    expect(p.seen.filter((x) => x.apiKey === 18)).toHaveLength(2);
+  });
+
   it('fails at once once closed', async () => {
     const p = await peer(1);
     const channel = channelTo(p.port);

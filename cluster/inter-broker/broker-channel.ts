@@ -148,7 +148,8 @@ export class BrokerChannel implements InterBrokerClient {
     const endpoint = endpointFor(broker, this.listener);
     if (!endpoint) throw new BrokerRequestError(`broker ${nodeId} has no ${this.listener} listener`, ErrorCode.NOT_LEADER_OR_FOLLOWER);
     const known = this.peers.get(nodeId);
-    if (known && known.host === endpoint.host && known.port === endpoint.port) return known;
+    // A connection the peer closed (connections.max.idle.ms, a restart) is replaced before anything is sent on it.
+    if (known && known.host === endpoint.host && known.port === endpoint.port && !known.conn?.closed) return known;
     if (known) this.drop(nodeId, known);
     const peer: Peer = { host: endpoint.host, port: endpoint.port, conn: null, ready: this.connect(endpoint.host, endpoint.port, () => peer) };
     // A connection that failed is dropped by the request that finds out; none is left unhandled meanwhile.

@@ -76,6 +76,11 @@ export class LoadConnection {
     return this.pending.length;
   }
 
+  /** Whether the socket is gone (closed by either side, or failed): nothing more can be sent on it. */
+  get closed(): boolean {
+    return this.closedWith !== null;
+  }
+
   private constructor(private readonly socket: Socket) {
     socket.setNoDelay(true);
     socket.on('data', (c: Buffer) => this.onData(c));
@@ -180,6 +185,10 @@ export class WireConnection {
   /** Requests waiting for their answer. */
   get inFlight(): number {
     return this.conn.inFlight;
+  }
+
+  get closed(): boolean {
+    return this.conn.closed;
   }
 
   /** Encodes and sends one request; resolves with the decoded answer. */
