@@ -15,11 +15,22 @@
  *   that the new leader acknowledges (one record, retried every 20 ms
  *   against whichever broker Metadata names). The killed broker is started
  *   again and back in the ISR before the next round.
+ * - Transactions: a topic of 3 partitions with 3 replicas each and
+ *   min.insync.replicas 2, led by brokers 1, 2 and 3; a transactional
+ *   producer on bare connections (bench/txn-producer.ts) commits one
+ *   transaction after another, each one acks=-1 batch to every partition,
+ *   and times the commit (EndTxn), the whole transaction (AddPartitionsToTxn
+ *   to the EndTxn answer) and the wait until a read_committed ListOffsets on
+ *   every leader shows the records stable; p50 and p99 of 200 transactions
+ *   after 20 of warm-up (quick: 20 after 5). The coordinator of the
+ *   transactional id is another broker than at least one of the leaders.
  *
- * With --full (and unless --no-kafka), the acks=all scenario runs the same
- * way on three reference Apache Kafka nodes (compat-tests/lib/reference-kafka.mjs:
- * each a KRaft broker and voter, a JVM of -Xms512m -Xmx1g), after gregor's
- * brokers are stopped. Without etcd the module reports that it was skipped.
+ * With --full (and unless --no-kafka), the acks=all and transaction
+ * scenarios run the same way on three reference Apache Kafka nodes
+ * (compat-tests/lib/reference-kafka.mjs: each a KRaft broker and voter, a
+ * JVM of -Xms512m -Xmx1g, __transaction_state with 3 replicas and
+ * min.insync.replicas 2 as gregor's), after gregor's brokers are stopped.
+ * Without etcd the module reports that it was skipped.
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -35,6 +46,7 @@ import { repoRoot } from './brokers.js';
 import { awaitWritable, benchBatch, describeErrors, produceLoad, recordsPerBatchFor, PRODUCE_VERSION } from './load.js';
 import type { BenchModule, BenchRow } from './report.js';
 import { runStandalone } from './report.js';
+import { percentile, runTransactions, type TxnNode, type TxnRun, type TxnSettings } from './txn-producer.js';
 
 const MODULE = 'cluster';
 const BROKERS = 3;
@@ -106,18 +118,88 @@ function acksAllNote(p: Awaited<ReturnType<typeof produceLoad>>, processes: stri
   return `${p.requests} requests in ${(p.elapsedMs / 1000).toFixed(1)} s; ${errors}; goal >= ${GOAL_ACKS_ALL_RATE.toLocaleString('en-US')}; ${processes} and the generator share 2 cores`;
 }
 
-/** The same acks=all scenario on three reference Kafka nodes; null when the reference broker is not installed. */
-async function kafkaAcksAll(durationMs: number, log: (line: string) => void): Promise<BenchRow | null> {
+const TXN_TOPIC = 'txn';
+/** Partition p's replicas, its preferred leader first: partitions led by brokers 1, 2 and 3. */
+const TXN_ASSIGNMENTS = [
+  [1, 2, 3],
+  [2, 3, 1],
+  [3, 1, 2],
+];
+const TXN_SCENARIO = 'txn, 3 partitions on 3 leaders';
+
+function txnSettings(quick: boolean): TxnSettings {
+  return quick ? { warmup: 5, transactions: 20, records: 1, recordSize: 100 } : { warmup: 20, transactions: 200, records: 1, recordSize: 100 };
+}
+
+/**
+ * Creates the transaction scenario's topic through `nodes[0]`, waits until
+ * every partition is led by its preferred leader with all three in its ISR,
+ * and runs the transactions: the scenario's rows for `subject`.
+ */
+async function transactionRows(nodes: readonly TxnNode[], subject: string, settings: TxnSettings, log: (line: string) => void): Promise<BenchRow[]> {
+  const first = nodes[0]!;
+  const bootstrap = `${first.host}:${first.port}`;
+  await createReplicated(first, TXN_TOPIC, TXN_ASSIGNMENTS);
+  const leaders = TXN_ASSIGNMENTS.map((replicas) => replicas[0]!);
+  await until(
+    `partitions of ${TXN_TOPIC} led by ${leaders.join(', ')} with all three in their ISRs`,
+    async () => {
+      const parts = (await clusterView(bootstrap, TXN_TOPIC)).partitions;
+      return parts.length === leaders.length && parts.every((p, i) => p.leader === leaders[i] && p.isr.length === BROKERS);
+    },
+    60_000,
+  );
+  log(`${subject}: ${settings.transactions} transactions after ${settings.warmup} of warm-up, each ${settings.records} record of ${settings.recordSize} B to every partition`);
+  const r = await runTransactions(nodes, TXN_TOPIC, leaders, 'bench-txn', settings);
+  const led = r.leaders.map((l, p) => `partition ${p} by broker ${l}`).join(', ');
+  const coordinatorLeads = r.leaders.flatMap((l, p) => (l === r.coordinator ? [p] : []));
+  log(
+    `${subject}: transactional id ${r.transactionalId} coordinated by broker ${r.coordinator} (${coordinatorLeads.length === 0 ? 'which leads none of the partitions' : `which also leads partition ${coordinatorLeads.join(', ')}`}); ${led}`,
+  );
+  log(
+    `${subject}: CONCURRENT_TRANSACTIONS answers: ${r.concurrentTransactions} in the recorded transactions (${r.delayedTransactions} of them waited ${Math.round(r.delayedMs)} ms in all to start), ${r.warmupConcurrentTransactions} in the warm-up`,
+  );
+  return txnRows(r, subject);
+}
+
+function txnRows(r: TxnRun, subject: string): BenchRow[] {
+  const n = r.commitMs.length;
+  const where = `coordinator broker ${r.coordinator}, leaders ${r.leaders.join(', ')}`;
+  const concurrent = `${r.concurrentTransactions} CONCURRENT_TRANSACTIONS answers (asked again every 2 ms) held up ${r.delayedTransactions} transactions for ${Math.round(r.delayedMs)} ms in all, counted in`;
+  const figures: [string, number[], string][] = [
+    ['commit (EndTxn sent -> answered)', r.commitMs, `${n} transactions; ${where}`],
+    ['AddPartitionsToTxn sent -> EndTxn answered', r.endToEndMs, `${n} transactions; one acks=-1 Produce per leader; ${concurrent}`],
+    ['EndTxn sent -> read_committed LSO past it on 3 leaders', r.visibleMs, `${n} transactions; ListOffsets every ~1 ms from the EndTxn answer; ${r.visibilityPolls} polls`],
+  ];
+  const rows: BenchRow[] = [];
+  for (const [what, samples, note] of figures) {
+    for (const p of [50, 99]) {
+      const max = p === 99 && n < 100 ? ' (p99 of fewer than 100 is the maximum)' : '';
+      rows.push({ module: MODULE, scenario: `${TXN_SCENARIO}: ${what} p${p}`, subject, value: percentile(samples, p), unit: 'ms', better: 'lower', note: note + max });
+    }
+  }
+  return rows;
+}
+
+/**
+ * The acks=all and transaction scenarios on three reference Kafka nodes;
+ * empty when the reference broker is not installed.
+ */
+async function kafkaCluster(durationMs: number, settings: TxnSettings, log: (line: string) => void): Promise<BenchRow[]> {
   const ref = await lib<{
     referenceKafkaVersion(): string | null;
-    startReferenceKafkaCluster(o: { brokers: number }): Promise<{ nodes: { nodeId: number; bootstrap: string; host: string; port: number }[]; version: string; stop(): Promise<void> }>;
+    startReferenceKafkaCluster(o: { brokers: number; settings?: Record<string, string> }): Promise<{ nodes: { nodeId: number; bootstrap: string; host: string; port: number }[]; version: string; stop(): Promise<void> }>;
   }>('reference-kafka.mjs');
   if (ref.referenceKafkaVersion() === null) {
     log('reference Kafka is not installed (compat-tests/reference-kafka/run install); its cluster is left out');
-    return null;
+    return [];
   }
   log('starting 3 reference Kafka nodes');
-  const k = await ref.startReferenceKafkaCluster({ brokers: BROKERS });
+  // The reference nodes' own default keeps __transaction_state on one replica; gregor's keeps 3.
+  const k = await ref.startReferenceKafkaCluster({
+    brokers: BROKERS,
+    settings: { 'transaction.state.log.replication.factor': String(BROKERS), 'transaction.state.log.min.isr': '2' },
+  });
   try {
     const one = k.nodes[0]!;
     await until('3 Kafka brokers in Metadata', async () => (await clusterView(one.bootstrap, 'none')).brokers.length === BROKERS, 60_000);
@@ -125,7 +207,10 @@ async function kafkaAcksAll(durationMs: number, log: (line: string) => void): Pr
     await until('the Kafka ISRs to hold all three', async () => (await clusterView(one.bootstrap, 'acks-all')).partitions.every((p) => p.isr.length === BROKERS && p.leader === 1), 60_000);
     log(`kafka ${k.version}: acks=all produce to 3 partitions x 3 replicas for ${durationMs / 1000} s`);
     const p = await acksAllLoad(one, 'acks-all', durationMs);
-    return { module: MODULE, scenario: ACKS_ALL_SCENARIO, subject: `kafka ${k.version} x3`, value: p.recordsPerSec, unit: 'records/s', better: 'higher', note: acksAllNote(p, '3 JVMs') };
+    const subject = `kafka ${k.version} x3`;
+    const rows: BenchRow[] = [{ module: MODULE, scenario: ACKS_ALL_SCENARIO, subject, value: p.recordsPerSec, unit: 'records/s', better: 'higher', note: acksAllNote(p, '3 JVMs') }];
+    rows.push(...(await transactionRows(k.nodes, subject, settings, log)));
+    return rows;
   } finally {
     await k.stop();
   }
@@ -191,6 +276,10 @@ export const run: BenchModule = async (opts) => {
     const p = await acksAllLoad(leaderOne, 'acks-all', durationMs);
     rows.push({ module: MODULE, scenario: ACKS_ALL_SCENARIO, subject: 'gregor', value: p.recordsPerSec, unit: 'records/s', better: 'higher', note: acksAllNote(p, '3 broker processes') });
 
+    // Transactions over partitions led by three brokers, before failover moves leaders around.
+    const nodes = [...c.running.entries()].map(([nodeId, g]) => ({ nodeId, host: g.host, port: g.port })).sort((a, b) => a.nodeId - b.nodeId);
+    rows.push(...(await transactionRows(nodes, 'gregor', txnSettings(opts.quick), log)));
+
     // Failover.
     await createReplicated(c.anyBroker(), 'failover', [[1, 2, 3]]);
     const rounds = opts.quick ? 1 : 3;
@@ -215,10 +304,7 @@ export const run: BenchModule = async (opts) => {
   } finally {
     await c.close();
   }
-  if (opts.kafka && !opts.quick) {
-    const k = await kafkaAcksAll(10_000, log);
-    if (k) rows.splice(1, 0, k);
-  }
+  if (opts.kafka && !opts.quick) rows.push(...(await kafkaCluster(10_000, txnSettings(false), log)));
   return rows;
 };
 
