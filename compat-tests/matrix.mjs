@@ -1,24 +1,68 @@
 #!/usr/bin/env node
-// Runs every compat client's scenarios against gregor and/or the reference Kafka broker.
-// Usage: node compat-tests/matrix.mjs [--broker gregor|kafka|both] [--clients a,b]
+// Runs every compat client's scenarios against gregor and/or the reference Kafka broker,
+// each as one broker or as a cluster of three.
+// Usage: node compat-tests/matrix.mjs [--broker KIND[,KIND...]|both|all] [--clients a,b]
 //                                     [--scenarios a,b] [--verbose]
+// KIND: gregor, gregor-cluster, kafka, kafka-cluster; both = gregor,kafka; all = all four.
 import { spawn } from 'node:child_process';
 import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { gregorProxiedArgs, proxiedEnv, reserveProxiedListener } from './lib/cut-proxy.mjs';
+import { clusterOps, restoreBrokers, startClusterControl } from './lib/cluster-control.mjs';
+import { gregorProxiedArgs, proxiedEnv, reserveProxiedListener, reserveProxiedListeners } from './lib/cut-proxy.mjs';
 
 // The one list of scenarios every client is asked to run.
 export const SCENARIOS = [
-  'admin', 'corrupt-batch', 'group', 'group-admin', 'idempotent', 'idempotent-cut', 'metadata', 'metadata-rules', 'produce', 'roundtrip', 'txn',
+  'admin', 'corrupt-batch', 'group', 'group-admin', 'idempotent', 'idempotent-cut', 'metadata', 'metadata-rules', 'produce', 'roundtrip',
+  'streams-eos', 'txn', 'txn-cluster',
 ];
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const NOT_CLIENTS = new Set(['reference-kafka', 'capture', 'lib']);
-const BROKER_NAMES = ['gregor', 'kafka'];
+const BROKER_NAMES = ['gregor', 'gregor-cluster', 'kafka', 'kafka-cluster'];
+const BROKER_ALIASES = { both: ['gregor', 'kafka'], all: BROKER_NAMES };
+
+// What each broker kind is, for the reports.
+const BROKER_DESCRIPTIONS = {
+  gregor: 'one gregor broker',
+  'gregor-cluster': 'etcd and 3 gregor brokers; replication factor 3, min.insync.replicas 2',
+  kafka: 'one Apache Kafka node (KRaft, broker and controller)',
+  'kafka-cluster': '3 Apache Kafka nodes (KRaft, each broker and controller); replication factor 3, min.insync.replicas 2',
+};
+
+const CLUSTER_SIZE = 3;
+// Both clusters: user topics and the internal ones get 3 replicas and need 2 in sync.
+const KAFKA_CLUSTER_SETTINGS = {
+  'default.replication.factor': '3',
+  'min.insync.replicas': '2',
+  'offsets.topic.replication.factor': '3',
+  'transaction.state.log.replication.factor': '3',
+  'transaction.state.log.min.isr': '2',
+};
+const GREGOR_CLUSTER_OVERRIDES = {
+  'default.replication.factor': '3',
+  'offsets.topic.replication.factor': '3',
+  'transaction.state.log.replication.factor': '3',
+  'transaction.state.log.min.isr': '2',
+  // A killed broker's partitions move after 6 s instead of 9.
+  'broker.session.timeout.ms': '6000',
+};
+// gregor takes min.insync.replicas only at run time (a dynamic broker config), so the
+// cluster gets it as its cluster-wide default once the brokers are up.
+const GREGOR_CLUSTER_DYNAMIC_DEFAULTS = { 'min.insync.replicas': '2' };
+const KAFKA_CLUSTER_HEAP = ['-Xms256m', '-Xmx512m'];
+
+// Broker log records (pino JSON, level >= warn) that mean the cluster's metadata updates
+// fought each other or an ISR change was lost: the gregor-cluster run fails on any of them.
+const CLUSTER_LOG_PROBLEM = /compare-and-swap|lost \d+ times in a row|ISR change did not go through/;
+const CLUSTER_LOG_ROW = 'cluster-log';
+const CLUSTER_LOG_SHOWN = 5;
 
 const CHECK_TIMEOUT_MS = 15_000;
 const SCENARIO_TIMEOUT_MS = 60_000;
+// Scenarios that need longer than SCENARIO_TIMEOUT_MS (their own bounds stay below these).
+const SCENARIO_TIMEOUTS_MS = { 'streams-eos': 240_000, 'txn-cluster': 120_000 };
+const scenarioTimeout = (s) => SCENARIO_TIMEOUTS_MS[s] ?? SCENARIO_TIMEOUT_MS;
 const BROKER_START_GUARD_MS = 180_000;
 const OUTPUT_LIMIT = 64 * 1024;
 const EXIT_DRAIN_MS = 1_000;
@@ -37,7 +81,8 @@ const NA = 'n/a';
 function usage(message) {
   if (message) console.error(`matrix: ${message}`);
   console.error(
-    'usage: node compat-tests/matrix.mjs [--broker gregor|kafka|both] [--clients a,b] [--scenarios a,b] [--verbose]',
+    'usage: node compat-tests/matrix.mjs [--broker KIND[,KIND...]|both|all] [--clients a,b] [--scenarios a,b] [--verbose]\n' +
+      `  KIND: ${BROKER_NAMES.join(', ')}; both = gregor,kafka; all = all four`,
   );
   process.exit(2);
 }
@@ -80,9 +125,12 @@ function parseArgs(argv) {
         usage(`unknown argument ${arg}`);
     }
   }
-  if (opts.broker === 'both') opts.brokers = [...BROKER_NAMES];
-  else if (BROKER_NAMES.includes(opts.broker)) opts.brokers = [opts.broker];
-  else usage(`--broker must be gregor, kafka or both, not ${opts.broker}`);
+  const kinds = opts.broker.split(',').map((x) => x.trim()).filter(Boolean).flatMap((k) => BROKER_ALIASES[k] ?? [k]);
+  const unknown = kinds.filter((k) => !BROKER_NAMES.includes(k));
+  if (kinds.length === 0 || unknown.length) {
+    usage(`--broker takes a comma-separated list of ${BROKER_NAMES.join(', ')} (or both, all), not ${opts.broker}`);
+  }
+  opts.brokers = [...new Set(kinds)];
   return opts;
 }
 
@@ -110,7 +158,10 @@ function runCommand(file, args, { timeoutMs, cwd, env }) {
     let timedOut = false;
     let child;
     try {
-      child = spawn(file, args, { cwd, env: { ...process.env, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      // An undefined value removes the variable, so that none leaks in from the matrix's own environment.
+      const childEnv = { ...process.env, ...env };
+      for (const [k, v] of Object.entries(childEnv)) if (v === undefined) delete childEnv[k];
+      child = spawn(file, args, { cwd, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     } catch (err) {
       resolve({ code: null, signal: null, timedOut, output: String(err.message), ms: 0 });
       return;
@@ -217,17 +268,36 @@ async function withStartGuard(label, promise) {
 }
 
 /**
- * Starts a broker with, beside its PLAINTEXT listener, a PROXIED one for scenarios that
- * put a proxy between client and broker (lib/cut-proxy.mjs); env tells them where.
- * @returns {Promise<{ broker?: object, env?: object, unavailable?: string, error?: string }>}
+ * Starts a broker, or a cluster, with, beside each broker's PLAINTEXT listener, a PROXIED one
+ * for scenarios that put a proxy between client and broker (lib/cut-proxy.mjs); env tells
+ * them where. A cluster also comes with `ops` (lib/cluster-control.mjs), through which the
+ * matrix and the scenarios kill and start its brokers.
+ * @returns {Promise<{ broker?: object, env?: object, ops?: object, unavailable?: string, error?: string }>}
  */
-async function startBroker(name) {
-  const proxied = await reserveProxiedListener();
-  const env = proxiedEnv(proxied);
+async function startBroker(name, { onBrokerLine } = {}) {
   if (name === 'gregor') {
+    const proxied = await reserveProxiedListener();
     const { startGregor } = await import(pathToFileURL(path.join(HERE, 'lib', 'gregor.mjs')).href);
     try {
-      return { broker: await withStartGuard('gregor', startGregor({ args: gregorProxiedArgs(proxied) })), env };
+      return { broker: await withStartGuard('gregor', startGregor({ args: gregorProxiedArgs(proxied) })), env: proxiedEnv(proxied) };
+    } catch (err) {
+      return { error: err.message };
+    }
+  }
+  if (name === 'gregor-cluster') {
+    const { etcdBinary } = await import(pathToFileURL(path.join(HERE, 'lib', 'etcd.mjs')).href);
+    if (!etcdBinary()) return { unavailable: 'etcd is not installed (Debian package etcd-server), or set ETCD to its path' };
+    const proxied = await reserveProxiedListeners(CLUSTER_SIZE);
+    const { startGregorCluster } = await import(pathToFileURL(path.join(HERE, 'lib', 'gregor-cluster.mjs')).href);
+    try {
+      const cluster = await withStartGuard('gregor cluster', startGregorCluster({
+        brokers: CLUSTER_SIZE,
+        overrides: GREGOR_CLUSTER_OVERRIDES,
+        dynamicDefaults: GREGOR_CLUSTER_DYNAMIC_DEFAULTS,
+        proxied,
+        onLine: onBrokerLine,
+      }));
+      return { broker: clusterBroker(cluster), env: proxiedEnv(proxied), ops: clusterOps(cluster) };
     } catch (err) {
       return { error: err.message };
     }
@@ -240,12 +310,41 @@ async function startBroker(name) {
     if (!check.ok) return { unavailable: check.reason };
   }
   try {
-    const { startReferenceKafka } = await import(pathToFileURL(lib).href);
+    const { startReferenceKafka, startReferenceKafkaCluster } = await import(pathToFileURL(lib).href);
+    if (name === 'kafka-cluster') {
+      if (typeof startReferenceKafkaCluster !== 'function') return { error: `${lib} does not export startReferenceKafkaCluster()` };
+      const proxied = await reserveProxiedListeners(CLUSTER_SIZE);
+      const cluster = await withStartGuard('reference Kafka cluster', startReferenceKafkaCluster({
+        brokers: CLUSTER_SIZE,
+        settings: KAFKA_CLUSTER_SETTINGS,
+        heap: KAFKA_CLUSTER_HEAP,
+        proxied,
+      }));
+      const ops = clusterOps(cluster);
+      // A node answers ApiVersions before the others have it in their Metadata.
+      try {
+        await ops.settle();
+      } catch (err) {
+        await cluster.stop();
+        throw err;
+      }
+      return { broker: clusterBroker(cluster), env: proxiedEnv(proxied), ops };
+    }
     if (typeof startReferenceKafka !== 'function') return { error: `${lib} does not export startReferenceKafka()` };
-    return { broker: await withStartGuard('reference Kafka', startReferenceKafka({ proxied })), env };
+    const proxied = await reserveProxiedListener();
+    return { broker: await withStartGuard('reference Kafka', startReferenceKafka({ proxied })), env: proxiedEnv(proxied) };
   } catch (err) {
     return { error: err.message };
   }
+}
+
+/**
+ * The broker a scenario is given for a cluster: the first broker's address, since not every
+ * client's `run scenario` takes a list (see README.md); `all` has every broker's.
+ */
+function clusterBroker(cluster) {
+  const all = cluster.bootstrap;
+  return { bootstrap: all.split(',')[0], all, cluster, stop: () => cluster.stop() };
 }
 
 async function stopBroker(name, broker) {
@@ -279,8 +378,9 @@ function markdownTable(rows) {
   ].join('\n');
 }
 
-function tableRows(clients, scenarios, cells) {
-  return [['client', ...scenarios], ...clients.map((c) => [c, ...scenarios.map((s) => cells[c][s].status)])];
+// One row per client, then any rows the matrix adds itself (cluster-log).
+function tableRows(scenarios, cells) {
+  return [['client', ...scenarios], ...Object.keys(cells).map((c) => [c, ...scenarios.map((s) => cells[c][s]?.status ?? NA)])];
 }
 
 function summaryLine(counts) {
@@ -293,8 +393,8 @@ function writeReports({ opts, clients, scenarios, results, counts, notes }) {
     `Run ${when} with Node ${process.version}: \`node compat-tests/matrix.mjs ${process.argv.slice(2).join(' ')}\``.replace(/ `$/, '`'),
   ];
   for (const [broker, cells] of results) {
-    sections.push(`**Broker: ${broker}**`);
-    sections.push(clients.length ? markdownTable(tableRows(clients, scenarios, cells)) : '(no clients)');
+    sections.push(`**Broker: ${broker}** (${BROKER_DESCRIPTIONS[broker]})`);
+    sections.push(clients.length ? markdownTable(tableRows(scenarios, cells)) : '(no clients)');
     for (const n of notes.get(broker) ?? []) sections.push(`- ${n}`);
   }
   sections.push(`\`${summaryLine(counts)}\``);
@@ -312,6 +412,87 @@ function writeReports({ opts, clients, scenarios, results, counts, notes }) {
     if (b < 0 || e < b) continue;
     const updated = `${text.slice(0, b + begin.length)}\n${body}\n${text.slice(e)}`;
     if (updated !== text) writeFileSync(readme, updated);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The gregor cluster's log check
+
+/**
+ * Reads a gregor cluster's log lines (pino JSON) as they come: counts the warn and error
+ * records of each broker, and keeps the records at warn or above whose msg says the cluster's
+ * metadata updates fought each other or an ISR change was lost (CLUSTER_LOG_PROBLEM), each
+ * with the client and scenario running when it was logged.
+ */
+class ClusterLogWatch {
+  constructor() {
+    this.current = null; // null until the first scenario: start-up
+    this.counts = new Map();
+    this.problems = [];
+    this.onLine = (id, line) => this.see(id, line);
+  }
+
+  label(client, scenario) {
+    this.current = { client, scenario };
+  }
+
+  see(id, line) {
+    if (!line.startsWith('{')) return;
+    let rec;
+    try {
+      rec = JSON.parse(line);
+    } catch {
+      return;
+    }
+    const level = Number(rec?.level);
+    if (!(level >= 40)) return;
+    const count = this.counts.get(id) ?? { warn: 0, error: 0 };
+    if (level >= 50) count.error++;
+    else count.warn++;
+    this.counts.set(id, count);
+    if (typeof rec.msg === 'string' && CLUSTER_LOG_PROBLEM.test(rec.msg)) this.problems.push({ id, at: this.current, line });
+  }
+
+  /**
+   * Adds the cluster-log row: in each scenario's column FAIL when a problem record was logged
+   * while that scenario ran (for any client, including the restart of brokers it killed),
+   * pass when none was, n/a when no client ran it. Records from the cluster's start-up count
+   * in the first scenario that ran.
+   */
+  report({ cells, scenarios, record, notes, brokerName }) {
+    const ran = (s) => Object.entries(cells).some(([c, byScenario]) => c !== CLUSTER_LOG_ROW && [PASS, FAIL].includes(byScenario[s]?.status));
+    const first = scenarios.find(ran);
+    const column = (p) => p.at?.scenario ?? first;
+    cells[CLUSTER_LOG_ROW] = {};
+    for (const s of scenarios) {
+      if (!ran(s)) {
+        record(cells, CLUSTER_LOG_ROW, s, NA);
+        continue;
+      }
+      const found = this.problems.filter((p) => column(p) === s).length;
+      record(cells, CLUSTER_LOG_ROW, s, found ? FAIL : PASS, `${found} problem records`);
+    }
+    const ids = [...this.counts.keys()].sort((a, b) => a - b);
+    const perBroker = ids.length
+      ? ids.map((id) => `broker ${id}: ${this.counts.get(id).warn} warn, ${this.counts.get(id).error} error`).join('; ')
+      : 'no warn or error records';
+    console.log(`[${brokerName}] broker logs: ${perBroker}`);
+    notes.push(`broker logs: ${perBroker}`);
+    if (this.problems.length === 0) {
+      console.log(`[${brokerName}] ${CLUSTER_LOG_ROW}: pass (no record matching ${CLUSTER_LOG_PROBLEM})`);
+      return;
+    }
+    const where = (p) => (p.at ? `during ${p.at.client} ${p.at.scenario}` : 'during start-up');
+    const byCell = new Map();
+    for (const p of this.problems) {
+      const key = p.at ? `${p.at.client} ${p.at.scenario}` : 'start-up';
+      byCell.set(key, (byCell.get(key) ?? 0) + 1);
+    }
+    const counted = [...byCell].map(([k, n]) => `${k}: ${n}`).join('; ');
+    console.log(`[${brokerName}] ${CLUSTER_LOG_ROW}: FAIL: ${this.problems.length} record(s) matching ${CLUSTER_LOG_PROBLEM} (${counted}); the first ${Math.min(CLUSTER_LOG_SHOWN, this.problems.length)}:`);
+    for (const p of this.problems.slice(0, CLUSTER_LOG_SHOWN)) console.log(indent(`broker ${p.id} ${where(p)}: ${p.line.slice(0, 600)}`));
+    const bad = this.problems[0];
+    notes.push(`${CLUSTER_LOG_ROW}: ${this.problems.length} record(s) matching ${CLUSTER_LOG_PROBLEM} (${counted}), the first from broker ${bad.id} ${where(bad)}: \`${bad.line.slice(0, 300).replace(/`/g, "'")}\``);
   }
 }
 
@@ -384,7 +565,8 @@ async function main() {
     if (ready.length === 0) continue;
 
     console.log(`\n== ${brokerName} ==`);
-    const started = await startBroker(brokerName);
+    const logWatch = brokerName === 'gregor-cluster' ? new ClusterLogWatch() : null;
+    const started = await startBroker(brokerName, { onBrokerLine: logWatch?.onLine });
     if (interrupted) {
       if (started.broker) await stopBroker(brokerName, started.broker);
       return 130;
@@ -401,38 +583,64 @@ async function main() {
     }
     const broker = started.broker;
     liveBrokers.add(broker);
-    console.log(`${brokerName} listening on ${broker.bootstrap}; PROXIED listener ${started.env.COMPAT_PROXY_TARGET} advertised as ${started.env.COMPAT_PROXY_LISTEN}`);
+    const env = { ...started.env, COMPAT_CLUSTER_CONTROL: undefined };
+    let control = null;
+    if (started.ops) {
+      control = await startClusterControl(started.ops);
+      env.COMPAT_CLUSTER_CONTROL = control.url;
+      console.log(`${brokerName}: brokers ${broker.all}; scenarios bootstrap from ${broker.bootstrap}; cluster control ${control.url}`);
+    } else {
+      console.log(`${brokerName} listening on ${broker.bootstrap}`);
+    }
+    console.log(`${brokerName}: PROXIED listener ${env.COMPAT_PROXY_TARGET} advertised as ${env.COMPAT_PROXY_LISTEN}`);
+    // Set when a killed broker does not come back: the cells after it are not run, and fail.
+    let brokenCluster = null;
     try {
       for (const c of ready) {
         const dir = path.join(HERE, c);
         for (const s of scenarios) {
           if (interrupted) return 130;
-          const r = await runCommand(path.join(dir, 'run'), ['scenario', s, broker.bootstrap], {
-            timeoutMs: SCENARIO_TIMEOUT_MS,
-            cwd: dir,
-            env: started.env,
-          });
+          if (brokenCluster) {
+            record(cells, c, s, FAIL, brokenCluster);
+            continue;
+          }
+          logWatch?.label(c, s);
+          const timeoutMs = scenarioTimeout(s);
+          const r = await runCommand(path.join(dir, 'run'), ['scenario', s, broker.bootstrap], { timeoutMs, cwd: dir, env });
           if (interrupted) return 130;
           let status;
           if (r.code === 0 && !r.timedOut) status = PASS;
           else if (r.code === EXIT_NOT_IMPLEMENTED && !r.timedOut) status = NA;
           else status = FAIL;
-          const exit = describeExit(r, SCENARIO_TIMEOUT_MS);
+          const exit = describeExit(r, timeoutMs);
           record(cells, c, s, status, exit);
           const secs = (r.ms / 1000).toFixed(1);
           console.log(`[${brokerName}] ${c} ${s}: ${status}${status === FAIL ? ` (${exit})` : ''} ${secs} s`);
           if ((status === FAIL || opts.verbose) && r.output.trim()) console.log(indent(r.output));
+          if (started.ops) {
+            // The next scenario finds every broker running, whatever this one killed.
+            try {
+              const restarted = await restoreBrokers(started.ops);
+              if (restarted.length) console.log(`[${brokerName}] restarted broker(s) ${restarted.join(', ')} after ${c} ${s}`);
+            } catch (err) {
+              brokenCluster = `after ${c} ${s}, a broker did not come back: ${err.message.split('\n')[0]}`;
+              console.log(`[${brokerName}] FAILED: ${brokenCluster}; the scenarios after it fail without running\n${indent(err.message)}`);
+              notes.get(brokerName).push(`${brokenCluster}; the scenarios after it failed without running`);
+            }
+          }
         }
       }
     } finally {
+      await control?.stop();
       await stopBroker(brokerName, broker);
     }
+    if (logWatch) logWatch.report({ cells, scenarios, record, notes: notes.get(brokerName), brokerName });
   }
 
   console.log('');
   for (const [brokerName, cells] of results) {
-    console.log(`broker: ${brokerName}`);
-    console.log(clients.length ? indent(renderTable(tableRows(clients, scenarios, cells)), '  ') : '  (no clients)');
+    console.log(`broker: ${brokerName} (${BROKER_DESCRIPTIONS[brokerName]})`);
+    console.log(clients.length ? indent(renderTable(tableRows(scenarios, cells)), '  ') : '  (no clients)');
   }
   writeReports({ opts, clients, scenarios, results, counts, notes });
   console.log(summaryLine(counts));

@@ -4,11 +4,15 @@
  * python3-confluent-kafka), both with acks=all and idempotence, and kafkajs
  * with acks=all, produce to a topic of three partitions and three replicas
  * while each partition's leader in turn is killed with SIGKILL and started
- * again, and a kafkajs consumer group reads along. Afterwards every record a
+ * again, and a kafkajs consumer group reads along; meanwhile the Java client
+ * also runs transactions of ten records each to a second topic of the same
+ * shape. Afterwards every record a
  * client was told was written is in the log at the offset it was given, each
  * client's records are in the order it sent them in every partition, the
  * idempotent clients' records are there once, and the group went on
- * consuming after every failover. Needs etcd, java with the compat client
+ * consuming after every failover; read_committed, the second topic holds
+ * every record of every committed transaction once, at its offset, and
+ * nothing of an aborted one. Needs etcd, java with the compat client
  * built (compat-tests/java-client/run install) and /usr/bin/python3 with
  * confluent_kafka; skipped without them, except under CI, where that fails
  * the run.
@@ -29,6 +33,7 @@ const PY_LOOP = join(ROOT, 'compat-tests', 'confluent-kafka-debian', 'produce_lo
 const PYTHON = '/usr/bin/python3';
 const PRODUCE_SECONDS = 45;
 const TOPIC = 'chaos';
+const TXN_TOPIC = 'chaos-txn';
 
 const hasJava = existsSync(JAR) && spawnSync('java', ['-version']).status === 0;
 const hasConfluent = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import confluent_kafka']).status === 0;
@@ -76,7 +81,11 @@ describe.skipIf(!runnable && !process.env.CI)('failover under the Java client, c
     if (!runnable) throw new Error(`needs etcd (${hasEtcd}), the Java compat client built (${hasJava}) and ${PYTHON} with confluent_kafka (${hasConfluent})`);
     work = mkdtempSync(join(tmpdir(), 'gregor-chaos-out-'));
     // A broker comes back on its own port, as it would on its own machine: the clients' bootstrap list stays true.
-    cluster = await TestCluster.start([1, 2, 3], ['broker.session.timeout.ms=4000'], { fixedPorts: true });
+    cluster = await TestCluster.start(
+      [1, 2, 3],
+      ['broker.session.timeout.ms=4000', 'transaction.state.log.replication.factor=3', 'transaction.state.log.min.isr=2', 'transaction.state.log.num.partitions=3'],
+      { fixedPorts: true },
+    );
   }, 60_000);
 
   afterAll(async () => {
@@ -91,7 +100,14 @@ describe.skipIf(!runnable && !process.env.CI)('failover under the Java client, c
     const admin = kafka.admin();
     await admin.connect();
     await until('three brokers', async () => (await admin.describeCluster()).brokers.length === 3);
-    await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: 3, replicationFactor: 3, configEntries: [{ name: 'min.insync.replicas', value: '2' }] }], waitForLeaders: true });
+    const configEntries = [{ name: 'min.insync.replicas', value: '2' }];
+    await admin.createTopics({
+      topics: [
+        { topic: TOPIC, numPartitions: 3, replicationFactor: 3, configEntries },
+        { topic: TXN_TOPIC, numPartitions: 3, replicationFactor: 3, configEntries },
+      ],
+      waitForLeaders: true,
+    });
     const allInSync = async (): Promise<boolean> => {
       const v = await clusterView(cluster.any(), TOPIC);
       return v.partitions.length === 3 && v.partitions.every((p) => p.isr.length === 3 && p.leader >= 0);
@@ -109,6 +125,8 @@ describe.skipIf(!runnable && !process.env.CI)('failover under the Java client, c
     const pyOut = join(work, 'confluent.acks');
     const java = produceLoop('java', ['-jar', JAR, 'produce-loop', bootstrap.join(','), TOPIC, String(PRODUCE_SECONDS), javaOut]);
     const confluent = produceLoop(PYTHON, [PY_LOOP, bootstrap.join(','), TOPIC, String(PRODUCE_SECONDS), pyOut]);
+    const txnOut = join(work, 'java-txn.outcomes');
+    const javaTxn = produceLoop('java', ['-jar', JAR, 'txn-produce-loop', bootstrap.join(','), TXN_TOPIC, String(PRODUCE_SECONDS), txnOut]);
     const jsAcks: Ack[] = [];
     const producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
@@ -138,10 +156,11 @@ describe.skipIf(!runnable && !process.env.CI)('failover under the Java client, c
       await until(`every ISR at three after round ${round + 1}`, allInSync, 30_000);
     }
 
-    const [javaSummary, pySummary] = await Promise.all([java, confluent, js]);
+    const [javaSummary, pySummary, , txnSummary] = await Promise.all([java, confluent, js, javaTxn]);
     await producer.disconnect();
-    const summary = (out: string): string => out.split('\n').find((l) => l.includes('produce-loop: acknowledged')) ?? out.slice(-500);
-    console.log(`${summary(javaSummary)}; ${summary(pySummary)}; kafkajs acknowledged ${jsAcks.length}`);
+    const summary = (out: string): string => out.split('\n').find((l) => /produce-loop: (acknowledged|committed)/.test(l)) ?? out.slice(-500);
+    console.log(`${summary(javaSummary)}; ${summary(pySummary)}; kafkajs acknowledged ${jsAcks.length}; ${summary(txnSummary)}`);
+    expect(txnSummary).toMatch(/committed [1-9]\d* aborted/);
     expect(javaSummary).toMatch(/acknowledged [1-9]\d* failed/);
     expect(pySummary).toMatch(/acknowledged [1-9]\d* failed/);
 
@@ -166,6 +185,30 @@ describe.skipIf(!runnable && !process.env.CI)('failover under the Java client, c
       ['confluent', readAcks(pyOut), true],
       ['kafkajs', jsAcks, false],
     ];
+    // The transactions, as a read_committed reader sees them: every committed record once, at its offset, nothing aborted.
+    const outcomes = readFileSync(txnOut, 'utf8').split('\n').filter((l) => l.length > 0);
+    const committedTxn = outcomes.filter((l) => l.startsWith('C ')).map((l) => l.split(' '));
+    const abortedTxn = new Set(outcomes.filter((l) => l.startsWith('A ')).map((l) => l.slice(2)));
+    expect(committedTxn.length).toBeGreaterThan(100);
+    const txnLog = new Map<string, string[]>();
+    const txnReader = kafka.consumer({ groupId: 'chaos-txn-check' });
+    await txnReader.connect();
+    await txnReader.subscribe({ topic: TXN_TOPIC, fromBeginning: true });
+    await txnReader.run({
+      eachMessage: async ({ partition, message }) => {
+        const v = message.value!.toString();
+        txnLog.set(v, [...(txnLog.get(v) ?? []), `${partition} ${message.offset}`]);
+      },
+    });
+    await until('every committed transactional record read', async () => committedTxn.every(([, , , v]) => txnLog.has(v!)), 60_000).catch(() => undefined);
+    // What an aborted transaction wrote would arrive with the rest.
+    await new Promise((r) => setTimeout(r, 1000));
+    await txnReader.disconnect();
+    const notFound = committedTxn.filter(([, p, o, v]) => txnLog.get(v!)?.[0] !== `${p} ${o}`).map((c) => c.join(' '));
+    expect(notFound.slice(0, 5), 'committed transactional records not read at their offsets').toEqual([]);
+    expect([...txnLog].filter(([, at]) => at.length > 1).slice(0, 5), 'transactional records read twice').toEqual([]);
+    expect([...txnLog.keys()].filter((v) => abortedTxn.has(v)).slice(0, 5), 'records of aborted transactions read committed').toEqual([]);
+
     for (const [name, acks, idempotent] of clients) {
       expect(acks.length, `${name} acknowledged records`).toBeGreaterThan(100);
       // Every acknowledged record is at the offset the client was given.

@@ -28,6 +28,8 @@ import exactly_once  # noqa: E402
 import group  # noqa: E402
 import roundtrip  # noqa: E402
 import scenario_main  # noqa: E402
+import topic_ready  # noqa: E402
+import txn_cluster  # noqa: E402
 from scenario_main import check_cluster  # noqa: E402
 
 # Each call gets this long; the caller's `run` bounds the whole process at 20 s.
@@ -404,13 +406,15 @@ class AdminSteps:
                           operation_timeout=5)
         problems += expect_error("create_topics of an existing topic", again[self.topic],
                                  KafkaError.TOPIC_ALREADY_EXISTS)
-        bad_name, too_many = f"{self.missing} bad name!", f"{self.missing}-rf3"
+        # One replica more than the cluster has brokers.
+        replicas = len(self.admin.list_topics(timeout=CALL_TIMEOUT_S).brokers) + 1
+        bad_name, too_many = f"{self.missing} bad name!", f"{self.missing}-rf{replicas}"
         futures = self.call("create_topics", [NewTopic(bad_name, num_partitions=1, replication_factor=1),
-                                              NewTopic(too_many, num_partitions=1, replication_factor=3)],
+                                              NewTopic(too_many, num_partitions=1, replication_factor=replicas)],
                             operation_timeout=5)
         problems += expect_error("create_topics of an illegal name", futures[bad_name], KafkaError.TOPIC_EXCEPTION)
-        problems += expect_error("create_topics with replication factor 3 on one broker", futures[too_many],
-                                 KafkaError.INVALID_REPLICATION_FACTOR)
+        problems += expect_error(f"create_topics with replication factor {replicas}, above the broker count",
+                                 futures[too_many], KafkaError.INVALID_REPLICATION_FACTOR)
 
         futures = self.call("create_topics", [NewTopic(self.missing, num_partitions=1, replication_factor=1)],
                             validate_only=True)
@@ -506,6 +510,8 @@ class AdminSteps:
                             operation_timeout=5)
         wait_result(futures[self.records_topic])
         self.created.append(self.records_topic)
+        # In a cluster, each broker learns of the topic a moment after the one that made it.
+        topic_ready.wait_for_topic(self.bootstrap, self.records_topic, 1)
         base = int(time.time() * 1000) - 60_000
         stamps = [base + step for step in ADMIN_TIMESTAMP_STEPS]
         producer = Producer({"bootstrap.servers": self.bootstrap, "client.id": "compat-confluent-kafka",
@@ -617,6 +623,8 @@ class GroupRun:
         futures = admin.create_topics([NewTopic(self.topic, num_partitions=group.PARTITIONS, replication_factor=1)],
                                       operation_timeout=5, request_timeout=CALL_TIMEOUT_S)
         wait_result(futures[self.topic])
+        # In a cluster, each broker learns of the topic a moment after the one that made it.
+        topic_ready.wait_for_topic(self.bootstrap, self.topic, group.PARTITIONS)
         self.check.log(f"topic {self.topic} with {group.PARTITIONS} partitions; group {self.group_id}")
 
     def produce(self, start, end):
@@ -993,9 +1001,333 @@ def scenario_idempotent_cut(bootstrap):
     return problems
 
 
+# txn-cluster: see lib/txn_cluster.py for the plan. librdkafka has no FindCoordinator call
+# in the admin API of both builds, so the coordinators are computed from the leaders of the
+# internal topics' partitions.
+
+
+class TxnCluster:
+    """One run of txn-cluster; problems and summary lines gather as it goes."""
+
+    def __init__(self, bootstrap):
+        self.bootstrap = bootstrap
+        self.deadline = time.monotonic() + txn_cluster.BUDGET_S
+        stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
+        self.prefix = f"compat-txnc-confluent-{stamp}"
+        self.topic_in = f"{self.prefix}-in"
+        self.topic_out = f"{self.prefix}-out"
+        self.problems = []
+        self.summary = []
+        self.admin = AdminClient(self.config())
+        # {topic: {partition: highest offset acknowledged}}
+        self.last_offsets = collections.defaultdict(dict)
+        self.delivery_errors = collections.Counter()
+
+    def delivered(self, err, msg):
+        """Delivery report: keeps the highest offset acknowledged per partition, and errors."""
+        if err is not None:
+            self.delivery_errors[str(err)] += 1
+            return
+        last = self.last_offsets[msg.topic()]
+        last[msg.partition()] = max(last.get(msg.partition(), -1), msg.offset())
+
+    def config(self, **extra):
+        conf = {"bootstrap.servers": self.bootstrap, "client.id": "compat-confluent-kafka",
+                "socket.timeout.ms": int(CALL_TIMEOUT_S * 1000)}
+        conf.update({k.replace("_", "."): v for k, v in extra.items()})
+        return conf
+
+    def until(self, seconds):
+        """A deadline seconds from now, never past the scenario's."""
+        if time.monotonic() >= self.deadline:
+            raise RuntimeError(f"the scenario's budget of {txn_cluster.BUDGET_S:.0f} s is used up")
+        return min(time.monotonic() + seconds, self.deadline)
+
+    def leaders(self, topic, partitions=None):
+        """{partition: leader} once every partition of topic has a leader (bounded)."""
+        deadline = self.until(txn_cluster.WAIT_S)
+        seen = {}
+        while True:
+            t = self.admin.list_topics(topic, timeout=CALL_TIMEOUT_S).topics.get(topic)
+            if t is not None and t.error is None and t.partitions:
+                seen = {p.id: p.leader for p in t.partitions.values()}
+                if (partitions is None or len(seen) == partitions) and all(b >= 0 for b in seen.values()):
+                    return dict(sorted(seen.items()))
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{topic}: expected a leader for each partition within {txn_cluster.WAIT_S:.0f} s, "
+                                   f"saw {seen or (t.error if t is not None else 'no such topic')}")
+            time.sleep(0.2)
+
+    def run(self):
+        """The whole plan; what fails goes to self.problems."""
+        brokers = self.admin.list_topics(timeout=CALL_TIMEOUT_S).brokers
+        if len(brokers) < txn_cluster.BROKERS:
+            print(f"  n/a: the cluster has {len(brokers)} broker(s); txn-cluster needs {txn_cluster.BROKERS}")
+            sys.exit(scenario_main.EXIT_NOT_IMPLEMENTED)
+        print(f"  brokers: {', '.join(f'{b.id}@{b.host}:{b.port}' for b in sorted(brokers.values(), key=lambda b: b.id))}")
+
+        # 1. The topics, and IN led by three brokers.
+        futures = self.admin.create_topics(
+            [NewTopic(self.topic_in, txn_cluster.PARTITIONS, txn_cluster.REPLICATION, config=txn_cluster.IN_CONFIG),
+             NewTopic(self.topic_out, txn_cluster.PARTITIONS, txn_cluster.REPLICATION)],
+            operation_timeout=CALL_TIMEOUT_S)
+        for f in futures.values():
+            wait_result(f)
+        in_leaders = self.leaders(self.topic_in, txn_cluster.PARTITIONS)
+        out_leaders = self.leaders(self.topic_out, txn_cluster.PARTITIONS)
+        print(f"  {self.topic_in} leaders (partition: broker): {in_leaders}")
+        print(f"  {self.topic_out} leaders (partition: broker): {out_leaders}")
+        if len(set(in_leaders.values())) != txn_cluster.PARTITIONS:
+            self.problems.append(f"{self.topic_in}: expected its {txn_cluster.PARTITIONS} partitions led by "
+                                 f"{txn_cluster.PARTITIONS} different brokers, saw leaders {in_leaders}")
+            return
+
+        # 2. T and G with coordinators on two brokers.
+        picked = self.pick_ids()
+        if picked is None:
+            return
+        txn_id, group_id, txn_coordinator, group_coordinator = picked
+        third = next(b for b in in_leaders.values() if b not in (txn_coordinator, group_coordinator))
+        print(f"  transaction coordinator of {txn_id}: broker {txn_coordinator}")
+        print(f"  group coordinator of {group_id}: broker {group_coordinator}")
+        print(f"  third broker {third} leads {self.topic_in} partition {txn_cluster.led_by(in_leaders, third)} "
+              f"and {self.topic_out} partition(s) {txn_cluster.led_by(out_leaders, third)}")
+
+        # 3. A committed, B aborted, C committed.
+        producer = Producer(self.config(transactional_id=txn_id, enable_idempotence=True, acks="all", linger_ms=5))
+        producer.init_transactions(CALL_TIMEOUT_S)
+        for txn, commits in txn_cluster.TXNS:
+            producer.begin_transaction()
+            for k in range(txn_cluster.PER_PARTITION):
+                for p in range(txn_cluster.PARTITIONS):
+                    producer.produce(self.topic_in, value=txn_cluster.value(txn, p, k).encode(), partition=p,
+                                     on_delivery=self.delivered)
+            # Flushed before the abort too, so B's records are really in the log.
+            left = producer.flush(CALL_TIMEOUT_S)
+            if left:
+                self.problems.append(f"transaction {txn}: {left} records not delivered after {CALL_TIMEOUT_S} s")
+                return
+            if commits:
+                producer.commit_transaction(CALL_TIMEOUT_S)
+            else:
+                producer.abort_transaction(CALL_TIMEOUT_S)
+        print(f"  transactions on {self.topic_in}: A committed, B aborted, C committed "
+              f"({txn_cluster.PER_PARTITION} records to each partition each)")
+
+        # 4. IN as each isolation level sees it.
+        committed_in = txn_cluster.input_values(committed_only=True)
+        all_in = txn_cluster.input_values(committed_only=False)
+        in_end = self.settled_end(self.topic_in)
+        print(f"  {self.topic_in} end offsets: {in_end}")
+        in_committed = self.read_all(self.topic_in, "read_committed", in_end)
+        in_all = self.read_all(self.topic_in, "read_uncommitted", in_end)
+        self.problems += txn_cluster.compare(f"{self.topic_in} read_committed", committed_in, in_committed)
+        self.problems += txn_cluster.compare(f"{self.topic_in} read_uncommitted", all_in, in_all)
+        self.summary.append(f"{self.topic_in} read_committed {txn_cluster.count(in_committed)}/"
+                            f"{txn_cluster.count(committed_in)}, read_uncommitted {txn_cluster.count(in_all)}/"
+                            f"{txn_cluster.count(all_in)}")
+
+        # 5. Consume-transform-produce.
+        copied = self.copy(producer, group_id, in_end)
+        producer = None  # librdkafka's producer has no close: dropping it ends it
+        if copied is None:
+            return
+        written, aborted_records, transactions = copied
+
+        # 6. OUT, and the group's offsets.
+        expected_out = {p: [txn_cluster.transform(v) for v in vs] for p, vs in committed_in.items()}
+        out_end = self.settled_end(self.topic_out)
+        out_committed = self.read_all(self.topic_out, "read_committed", out_end)
+        out_all = self.read_all(self.topic_out, "read_uncommitted", out_end)
+        self.problems += txn_cluster.compare(f"{self.topic_out} read_committed", expected_out, out_committed)
+        self.problems += txn_cluster.compare(f"{self.topic_out} read_uncommitted (the aborted copies included)",
+                                             written, out_all)
+        self.summary.append(f"{self.topic_out} read_committed {txn_cluster.count(out_committed)}/"
+                            f"{txn_cluster.count(expected_out)}, read_uncommitted {txn_cluster.count(out_all)}/"
+                            f"{txn_cluster.count(written)} ({aborted_records} aborted copies)")
+        at_end = 0
+        for p, got in sorted(self.group_offsets(group_id).items()):
+            print(f"  group {group_id} {self.topic_in} partition {p}: committed {got}, end offset {in_end[p]}")
+            if got == in_end[p]:
+                at_end += 1
+            else:
+                self.problems.append(f"group {group_id} partition {p} of {self.topic_in}: expected committed offset "
+                                     f"{in_end[p]} (the end offset), saw {got}")
+        self.summary.append(f"group offsets at the end {at_end}/{txn_cluster.PARTITIONS}")
+        self.summary.append(f"{transactions} copy transactions committed, 1 aborted")
+        for err, n in self.delivery_errors.most_common(3):
+            self.problems.append(f"delivery failed for {n} records: {err}")
+
+    def pick_ids(self):
+        """(T, G, T's coordinator, G's coordinator), coordinators on two brokers, or None."""
+        # The internal topics exist once something asked for a coordinator of their kind.
+        probe = Producer(self.config(transactional_id=f"{self.prefix}-probe"))
+        probe.init_transactions(CALL_TIMEOUT_S)
+        probe = None
+        consumer = Consumer(self.config(group_id=f"{self.prefix}-probe", enable_auto_commit=False))
+        try:
+            consumer.committed([TopicPartition(self.topic_in, 0)], timeout=CALL_TIMEOUT_S)
+        finally:
+            consumer.close()
+        txn_leaders = self.leaders("__transaction_state")
+        group_leaders = self.leaders("__consumer_offsets")
+        print(f"  __transaction_state: {len(txn_leaders)} partitions, __consumer_offsets: {len(group_leaders)}")
+        picked = txn_cluster.pick_ids(
+            self.prefix,
+            lambda t: txn_leaders[txn_cluster.coordinator_partition(t, len(txn_leaders))],
+            lambda g: group_leaders[txn_cluster.coordinator_partition(g, len(group_leaders))])
+        if picked is None:
+            self.problems.append(f"none of {txn_cluster.CANDIDATES} candidate pairs of ids has its transaction and "
+                                 "group coordinators on two different brokers")
+        return picked
+
+    def settled_end(self, topic):
+        """{partition: end offset} of topic for a read_committed reader, once past the last
+        offset acknowledged in each partition: a transaction is decided on a partition only
+        once its marker is in, so before that the last stable offset stops at its first record."""
+        consumer = Consumer(self.config(group_id=f"{topic}-end", isolation_level="read_committed"))
+        last = self.last_offsets[topic]
+        end = {}
+        try:
+            deadline = self.until(txn_cluster.WAIT_S)
+            while True:
+                end = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=CALL_TIMEOUT_S)[1]
+                       for p in range(txn_cluster.PARTITIONS)}
+                if all(end[p] > o for p, o in last.items()):
+                    return end
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{topic}: expected the last stable offsets past the last records written "
+                                       f"{dict(sorted(last.items()))} within {txn_cluster.WAIT_S:.0f} s "
+                                       f"(the transactions decided), saw {end}")
+                time.sleep(0.1)
+        finally:
+            consumer.close()
+
+    def read_all(self, topic, isolation, end):
+        """Reads every partition of topic without joining a group, in the given isolation
+        level, from the beginning until the consumer's positions reach end ({partition:
+        offset}); returns {partition: [values]} below those offsets."""
+        consumer = Consumer(self.config(
+            group_id=f"{topic}-{isolation}",  # required by the API; nothing is committed
+            enable_auto_commit=False, isolation_level=isolation, fetch_wait_max_ms=100))
+        values = {p: [] for p in range(txn_cluster.PARTITIONS)}
+        tps = [TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in range(txn_cluster.PARTITIONS)]
+        at = {}
+        try:
+            consumer.assign(tps)
+            deadline = self.until(txn_cluster.WAIT_S)
+            while any(at.get(p, -1) < o for p, o in end.items()):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{topic} {isolation}: expected to reach end offsets {end} within "
+                                       f"{txn_cluster.WAIT_S:.0f} s, stopped at {at}")
+                for msg in consumer.consume(num_messages=1000, timeout=0.1):
+                    if msg.error() is not None:
+                        raise KafkaException(msg.error())
+                    if msg.offset() < end[msg.partition()]:
+                        values[msg.partition()].append(msg.value().decode())
+                at = {tp.partition: tp.offset for tp in consumer.position(tps)}
+        finally:
+            consumer.close()
+        print(f"  {topic} {isolation}: {txn_cluster.count(values)} records up to end offsets {end}")
+        return values
+
+    def copy(self, producer, group_id, in_end):
+        """Step 5: a consumer of IN in group G; each poll's records go upper-cased to the same
+        partition of OUT in one transaction of producer T, with the consumer's positions. The
+        first transaction carrying records is aborted after its records are written and the
+        consumer rewound to the offsets before that poll. Ends once the transactions committed
+        IN's end offsets; returns ({partition: values written to OUT, aborted included},
+        aborted records, transactions committed), or None with a problem."""
+        consumer = Consumer(self.config(
+            group_id=group_id, isolation_level="read_committed", enable_auto_commit=False,
+            auto_offset_reset="earliest", session_timeout_ms=10000, heartbeat_interval_ms=1000,
+            max_poll_interval_ms=30000, fetch_wait_max_ms=100))
+        written = {p: [] for p in range(txn_cluster.PARTITIONS)}
+        committed = {}
+        aborted_records = 0
+        transactions = 0
+        deadline = self.until(txn_cluster.COPY_S)
+        try:
+            consumer.subscribe([self.topic_in])
+            while committed != in_end:
+                if time.monotonic() > deadline:
+                    self.problems.append(f"copy loop: expected group {group_id} to commit the end offsets {in_end} "
+                                         f"through transactions, reached {committed} ({transactions} committed)")
+                    return None
+                msgs = []
+                for msg in consumer.consume(num_messages=txn_cluster.MAX_POLL_RECORDS, timeout=0.2):
+                    if msg.error() is not None:
+                        raise KafkaException(msg.error())
+                    msgs.append(msg)
+                positions = {tp.partition: tp.offset for tp in consumer.position(consumer.assignment())
+                             if tp.offset >= 0}
+                # A poll without records may still move a position past a transaction marker.
+                moved = any(o > committed.get(p, 0) for p, o in positions.items())
+                if not msgs and not moved:
+                    continue
+                producer.begin_transaction()
+                batch = {}
+                first = {}
+                for msg in msgs:
+                    v = txn_cluster.transform(msg.value().decode())
+                    producer.produce(self.topic_out, value=v.encode(), partition=msg.partition(),
+                                     on_delivery=self.delivered)
+                    batch.setdefault(msg.partition(), []).append(v)
+                    first.setdefault(msg.partition(), msg.offset())
+                producer.send_offsets_to_transaction(
+                    [TopicPartition(self.topic_in, p, o) for p, o in sorted(positions.items())],
+                    consumer.consumer_group_metadata(), CALL_TIMEOUT_S)
+                left = producer.flush(CALL_TIMEOUT_S)
+                if left:
+                    self.problems.append(f"copy loop: {left} records not delivered after {CALL_TIMEOUT_S} s")
+                    return None
+                for p, vs in batch.items():
+                    written[p] += vs
+                if msgs and aborted_records == 0:
+                    producer.abort_transaction(CALL_TIMEOUT_S)
+                    aborted_records = len(msgs)
+                    for p, o in first.items():
+                        consumer.seek(TopicPartition(self.topic_in, p, o))
+                    print(f"  aborted the transaction of {len(msgs)} records ({batch}), rewound to {first}")
+                    continue
+                producer.commit_transaction(CALL_TIMEOUT_S)
+                transactions += 1
+                committed.update(positions)
+                print(f"  committed {len(msgs)} records, offsets {dict(sorted(positions.items()))}")
+        finally:
+            consumer.close()
+        return written, aborted_records, transactions
+
+    def group_offsets(self, group_id):
+        """{partition: offset} of IN that group G has committed (OffsetFetch), -1001 for none."""
+        consumer = Consumer(self.config(group_id=group_id, enable_auto_commit=False))
+        try:
+            got = consumer.committed([TopicPartition(self.topic_in, p) for p in range(txn_cluster.PARTITIONS)],
+                                     timeout=CALL_TIMEOUT_S)
+        finally:
+            consumer.close()
+        return {tp.partition: tp.offset for tp in got}
+
+
+def scenario_txn_cluster(bootstrap):
+    """Transactions over a partition leader, a transaction coordinator and a group
+    coordinator on three different brokers (lib/txn_cluster.py); exits 3 below 3 brokers."""
+    run = TxnCluster(bootstrap)
+    try:
+        run.run()
+    except KafkaException as err:
+        run.problems.append(f"{err.args[0] if err.args else err}")
+    except Exception as err:  # a library error or timeout is a failure, not a crash
+        run.problems.append(f"{type(err).__name__}: {err}")
+    for line in run.summary:
+        print(f"  summary: {line}")
+    return run.problems
+
+
 SCENARIOS = {"metadata": scenario_metadata, "roundtrip": scenario_roundtrip, "admin": scenario_admin,
              "group": scenario_group, "txn": scenario_txn, "idempotent-cut": scenario_idempotent_cut}
 
+SCENARIOS["txn-cluster"] = scenario_txn_cluster
 
 if __name__ == "__main__":
     sys.exit(scenario_main.main(sys.argv, SCENARIOS, "confluent-kafka", confluent_kafka.__version__,

@@ -175,6 +175,9 @@ func produceAll(ctx context.Context, bootstrap, topic string, codec kgo.Compress
 		// A new topic has no leader in the first metadata answer; the default 5 s between
 		// metadata requests would make every codec wait that long.
 		kgo.MetadataMinAge(100*time.Millisecond),
+		// In a cluster the partition's leader may learn of the new topic a moment after the
+		// broker that answered Metadata: more than the default 4 tries (100 ms apart) ride that out.
+		kgo.UnknownTopicRetries(50),
 	)
 	if err != nil {
 		return err

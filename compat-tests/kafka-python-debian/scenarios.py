@@ -31,6 +31,7 @@ sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
 import group  # noqa: E402
 import roundtrip  # noqa: E402
 import scenario_main  # noqa: E402
+import topic_ready  # noqa: E402
 from scenario_main import NOT_EXPOSED, check_cluster  # noqa: E402
 
 # Per-request bound; the caller's `run` bounds the whole process at 20 s.
@@ -126,8 +127,12 @@ class SentRequests(logging.Handler):
 def produce_codec(bootstrap, topic, codec, messages):
     """Sends messages to partition 0 with one producer per codec; returns problems."""
     config = admin_config(bootstrap, KafkaProducer.DEFAULT_CONFIG)
+    # In a cluster the partition's leader may learn of the new topic a moment after the client:
+    # retries (100 ms apart) ride that out, one request in flight keeps them from putting a later
+    # batch before an earlier one.
     config.update(compression_type=None if codec == "none" else codec, acks="all", linger_ms=20,
-                  max_block_ms=int(SEND_TIMEOUT_S * 1000), retries=2)
+                  max_block_ms=int(SEND_TIMEOUT_S * 1000), retries=30, retry_backoff_ms=100,
+                  max_in_flight_requests_per_connection=1)
     if "enable_idempotence" in KafkaProducer.DEFAULT_CONFIG:
         config["enable_idempotence"] = False  # a plain producer; InitProducerId is another scenario's
     producer = KafkaProducer(**config)
@@ -360,8 +365,11 @@ class KafkaPythonAdmin:
         problems += self.expect_partitions(3)
         problems += expect_raises("create_topics of an existing topic", TopicAlreadyExistsError,
                                   lambda: self.admin.create_topics([NewTopic(self.topic, 1, 1)], timeout_ms=5000))
-        problems += expect_raises("create_topics with replication factor 3 on one broker", InvalidReplicationFactorError,
-                                  lambda: self.admin.create_topics([NewTopic(self.missing, 1, 3)], timeout_ms=5000))
+        # One replica more than the cluster has brokers.
+        too_many = len(self.admin.describe_cluster()["brokers"]) + 1
+        problems += expect_raises(f"create_topics with replication factor {too_many}, above the broker count",
+                                  InvalidReplicationFactorError,
+                                  lambda: self.admin.create_topics([NewTopic(self.missing, 1, too_many)], timeout_ms=5000))
         self.admin.create_topics([NewTopic(self.missing, 1, 1)], timeout_ms=5000, validate_only=True)
         if self.missing in self.partition_counts():
             problems.append(f"create_topics(validate_only=True) created {self.missing}")
@@ -471,6 +479,7 @@ class KafkaPythonAdmin:
         from kafka.admin import OffsetSpec  # 3.x only
         self.admin.create_topics([NewTopic(self.records_topic, 1, 1)], timeout_ms=5000)
         self.created.append(self.records_topic)
+        topic_ready.wait_for_topic(self.bootstrap, self.records_topic, 1)
         base = int(time.time() * 1000) - 60_000
         stamps = [base + step for step in ADMIN_TIMESTAMP_STEPS]
         config = admin_config(self.bootstrap, KafkaProducer.DEFAULT_CONFIG)
@@ -588,6 +597,11 @@ class GroupMember(threading.Thread):
         if not self.consumer.partitions_for_topic(topic):
             raise group.Failure(f"{name}: partitions_for_topic({topic}) found no partitions")
         self.consumer.subscribe(topics=[topic], listener=Listener())
+        # kafka-python 3.0.12 takes the partitions it joins with from the first metadata answer
+        # after subscribe(); one joined before that answer (more likely on a cluster, where it
+        # comes from another broker) joins with none and rejoins when it arrives, and then
+        # sometimes never takes up its new assignment. topics() fetches that answer now.
+        self.consumer.topics()
 
     def run(self):
         check = self.run_.check
@@ -638,6 +652,8 @@ class GroupRun:
                     raise group.Failure(f"create_topics {self.topic}: {for_code(item[1]).__name__} {item[2:]}")
         finally:
             admin.close()
+        # In a cluster, each broker learns of the topic a moment after the one that made it.
+        topic_ready.wait_for_topic(self.bootstrap, self.topic, group.PARTITIONS)
         self.check.log(f"topic {self.topic} with {group.PARTITIONS} partitions; group {self.group_id}")
 
     def produce(self, start, end):

@@ -1,11 +1,14 @@
 // Scenarios for kafkajs 2.2.4, run by ./run as: node client.mjs <scenario> <host:port>
 import { createRequire } from 'node:module';
 import kafkajs from 'kafkajs';
+import { waitForTopic } from '../lib/broker-requests.mjs';
 import { startCutProxy, proxiedListener } from '../lib/cut-proxy.mjs';
 import { CUT_PLAN, byPartition, checkPartition, produceThroughCuts } from '../lib/exactly-once.mjs';
 import * as G from '../lib/group.mjs';
+import * as TC from '../lib/txn-cluster.mjs';
 import { checkAcknowledged, checkRecords, makeMessages, timestampProbe } from '../lib/roundtrip.mjs';
 import { ScenarioFailure, checkCluster, expect, runScenarios, settle } from '../lib/scenario.mjs';
+import { EXIT_NOT_IMPLEMENTED, SCENARIO_TIMEOUTS_MS } from '../lib/scenario.mjs';
 
 const require = createRequire(import.meta.url);
 // kafkajs is CommonJS; Node's ESM loader does not see ConfigResourceTypes as a named export.
@@ -339,16 +342,22 @@ scenarios.admin = async function admin(bootstrap) {
   try {
     // createTopics answers true when it created the topic, false when it already existed.
     const configEntries = Object.entries(ADMIN_CONFIG).map(([name, value]) => ({ name, value }));
-    const first = await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1, configEntries }], timeout: 5_000 });
+    // kafkajs's own wait for leaders (on by default) asks one broker and fails where that one has not
+    // heard of the topic yet; waitForTopic below waits for every broker instead.
+    const first = await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1, configEntries }], waitForLeaders: false, timeout: 5_000 });
     created.push(topic);
     console.log(`createTopics: ${topic} with 3 partitions, ${JSON.stringify(ADMIN_CONFIG)}: ${first}`);
     expect(first === true, `createTopics of a new topic returned ${first}, expected true`);
+    // In a cluster, each broker learns of the topic a moment after the one that made it.
+    await waitForTopic(bootstrap, topic, 3);
     await expectPartitions(topic, 3);
     const again = await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1 }], timeout: 5_000 });
     console.log(`createTopics of an existing topic: ${again}`);
     expect(again === false, `createTopics of an existing topic returned ${again}, expected false`);
-    await expectError('createTopics with replication factor 3 on one broker', 'INVALID_REPLICATION_FACTOR', () =>
-      admin.createTopics({ topics: [{ topic: missing, numPartitions: 1, replicationFactor: 3 }], timeout: 5_000 }),
+    // One replica more than the cluster has brokers.
+    const tooMany = (await admin.describeCluster()).brokers.length + 1;
+    await expectError(`createTopics with replication factor ${tooMany}, above the broker count`, 'INVALID_REPLICATION_FACTOR', () =>
+      admin.createTopics({ topics: [{ topic: missing, numPartitions: 1, replicationFactor: tooMany }], timeout: 5_000 }),
     );
     await admin.createTopics({ topics: [{ topic: missing, numPartitions: 1, replicationFactor: 1 }], validateOnly: true, waitForLeaders: false, timeout: 5_000 });
     expect((await admin.listTopics()).includes(missing) === false, `createTopics({ validateOnly: true }) created ${missing}`);
@@ -384,14 +393,16 @@ scenarios.admin = async function admin(bootstrap) {
 
     await admin.createPartitions({ topicPartitions: [{ topic, count: 5 }], timeout: 5_000 });
     console.log(`createPartitions: ${topic} to 5`);
+    await waitForTopic(bootstrap, topic, 5);
     await expectPartitions(topic, 5);
     await expectError('createPartitions to fewer (4)', 'INVALID_PARTITIONS', () => admin.createPartitions({ topicPartitions: [{ topic, count: 4 }], timeout: 5_000 }));
     await expectError('createPartitions of a missing topic', 'UNKNOWN_TOPIC_OR_PARTITION', () =>
       admin.createPartitions({ topicPartitions: [{ topic: missing, count: 2 }], timeout: 5_000 }),
     );
 
-    await admin.createTopics({ topics: [{ topic: recordsTopic, numPartitions: 1, replicationFactor: 1 }], timeout: 5_000 });
+    await admin.createTopics({ topics: [{ topic: recordsTopic, numPartitions: 1, replicationFactor: 1 }], waitForLeaders: false, timeout: 5_000 });
     created.push(recordsTopic);
+    await waitForTopic(bootstrap, recordsTopic, 1);
     const base = Date.now() - 60_000;
     const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: false });
     await producer.connect();
@@ -524,7 +535,10 @@ scenarios.group = async function group(bootstrap) {
 
   try {
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: G.PARTITIONS, replicationFactor: 1 }], waitForLeaders: true, timeout: 5_000 });
+    // kafkajs's own wait for leaders asks one broker and fails where that one has not heard of the topic yet.
+    await admin.createTopics({ topics: [{ topic, numPartitions: G.PARTITIONS, replicationFactor: 1 }], waitForLeaders: false, timeout: 5_000 });
+    // In a cluster, each broker learns of the topic a moment after the one that made it.
+    await waitForTopic(bootstrap, topic, G.PARTITIONS);
     await producer.connect();
     check.log(`topic ${topic} with ${G.PARTITIONS} partitions; group ${groupId}`);
 
@@ -640,9 +654,12 @@ scenarios.txn = async function txn(bootstrap) {
     await admin.connect();
     await admin.createTopics({
       topics: [input, output].map((topic) => ({ topic, numPartitions: EO_PARTITIONS, replicationFactor: 1 })),
-      waitForLeaders: true,
+      // kafkajs's own wait for leaders asks one broker and fails where that one has not heard of the topics yet.
+      waitForLeaders: false,
       timeout: 5_000,
     });
+    // In a cluster, each broker learns of the topics a moment after the one that made them.
+    for (const topic of [input, output]) await waitForTopic(bootstrap, topic, EO_PARTITIONS);
     await plain.connect();
     const inputs = Array.from({ length: TXN_INPUTS }, (_, i) => ({ partition: i % EO_PARTITIONS, value: `in-${i}` }));
     await plain.send({ topic: input, acks: -1, messages: inputs });
@@ -756,7 +773,8 @@ scenarios['idempotent-cut'] = async function idempotentCut(bootstrap) {
   let proxy = null;
   let producer = null;
   try {
-    await admin.createTopics({ topics: [{ topic, numPartitions: CUT_PLAN.partitions, replicationFactor: 1 }], waitForLeaders: true, timeout: 5_000 });
+    await admin.createTopics({ topics: [{ topic, numPartitions: CUT_PLAN.partitions, replicationFactor: 1 }], waitForLeaders: false, timeout: 5_000 });
+    await waitForTopic(bootstrap, topic, CUT_PLAN.partitions);
     proxy = await startCutProxy(proxiedListener());
     console.log(`producing to ${topic} through the cut proxy at ${proxy.bootstrap}`);
     const viaProxy = new Kafka({
@@ -799,5 +817,316 @@ scenarios['idempotent-cut'] = async function idempotentCut(bootstrap) {
     await admin.disconnect().catch(() => {});
   }
 };
+
+// txn-cluster: lib/txn-cluster.mjs has the plan. kafkajs has no FindCoordinator call, so the
+// coordinators are computed from the leaders of the internal topics' partitions; kafkajs's
+// consumer cannot read without a group, so the readers use fresh groups and commit nothing.
+// A consumer's position comes from its batches' last offsets, which kafkajs takes past the
+// control records, so it passes the transaction markers too.
+SCENARIO_TIMEOUTS_MS['txn-cluster'] = TC.BUDGET_MS + 5_000;
+
+scenarios['txn-cluster'] = async function txnCluster(bootstrap) {
+  const deadline = Date.now() + TC.BUDGET_MS;
+  const until = (ms) => {
+    expect(Date.now() < deadline, `the scenario's budget of ${TC.BUDGET_MS} ms is used up`);
+    return Math.min(ms, deadline - Date.now());
+  };
+  const prefix = `compat-txnc-kafkajs-${Date.now()}-${process.pid}`;
+  const topicIn = `${prefix}-in`;
+  const topicOut = `${prefix}-out`;
+  const kafkaOf = (brokers) =>
+    new Kafka({
+      clientId: 'gregor-compat-kafkajs',
+      brokers,
+      connectionTimeout: 3_000,
+      requestTimeout: 10_000,
+      retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 2_000 },
+      logLevel: logLevel.ERROR,
+      logCreator: compactErrorLog,
+    });
+  const kafka = kafkaOf(bootstrap.split(','));
+  const admin = kafka.admin();
+  const open = [admin];
+  const problems = [];
+  const summary = [];
+  const show = (map) => JSON.stringify(Object.fromEntries(map));
+  // Map topic -> Map partition -> highest offset acknowledged.
+  const lastOffsets = new Map([[topicIn, new Map()], [topicOut, new Map()]]);
+  const acknowledged = (topic, results) => {
+    const last = lastOffsets.get(topic);
+    for (const { partition, baseOffset, count } of results) last.set(partition, Math.max(last.get(partition) ?? -1, Number(baseOffset) + count - 1));
+  };
+  // What a send() answered, with the number of records that went to each partition.
+  const sendAcknowledged = async (txn, topic, messages) => {
+    const results = await txn.send({ topic, acks: -1, messages });
+    acknowledged(topic, results.map(({ partition, baseOffset }) => ({ partition, baseOffset, count: messages.filter((m) => m.partition === partition).length })));
+  };
+
+  // Map partition -> leader, once every broker (asked one by one: brokers learn of a new
+  // topic at slightly different times) has a leader for every partition of `topic`.
+  let brokerAdmins = [];
+  const leaders = async (topic, partitions = null) => {
+    let seen = new Map();
+    await waitUntilAsync(`leaders of ${topic} on every broker`, until(TC.WAIT_MS), async () => {
+      const answers = [];
+      for (const a of brokerAdmins) {
+        const { topics } = await a.fetchTopicMetadata({ topics: [topic] });
+        answers.push(new Map(topics[0].partitions.map((p) => [p.partitionId, p.leader]).sort((x, y) => x[0] - y[0])));
+      }
+      seen = answers[0];
+      return seen.size > 0 && (partitions === null || seen.size === partitions) && [...seen.values()].every((b) => b >= 0) &&
+        answers.every((m) => show(m) === show(seen));
+    }, () => show(seen));
+    return seen;
+  };
+
+  // The end offsets of `topic` for a read_committed reader (kafkajs's admin lists offsets
+  // read_committed), once past the last offset acknowledged in each partition: a transaction
+  // is decided on a partition only once its marker is in, so before that the last stable
+  // offset stops at its first record.
+  const settledEnd = async (topic) => {
+    const last = lastOffsets.get(topic);
+    let end = new Map();
+    await waitUntilAsync(`${topic}: the last stable offsets past the last records written ${show(last)} (the transactions decided)`, until(TC.WAIT_MS), async () => {
+      end = new Map((await admin.fetchTopicOffsets(topic)).map(({ partition, high }) => [partition, Number(high)]).sort((a, b) => a[0] - b[0]));
+      return [...last].every(([p, o]) => (end.get(p) ?? 0) > o);
+    }, () => `saw ${show(end)}`);
+    return end;
+  };
+
+  // Reads `topic` from the beginning with a fresh group (nothing committed) until the
+  // consumer's position reaches `end` on every partition; Map partition -> values below it.
+  const readToEnd = async (topic, { readUncommitted, end, label }) => {
+    const consumer = kafka.consumer({ groupId: `${topic}-${label}`, readUncommitted, maxWaitTimeInMs: 200, allowAutoTopicCreation: false });
+    open.push(consumer);
+    const values = new Map(Array.from({ length: TC.PARTITIONS }, (_, p) => [p, []]));
+    const position = new Map();
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+      if (payload.topic === topic) position.set(payload.partition, Math.max(position.get(payload.partition) ?? 0, Number(payload.lastOffset) + 1));
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        if (Number(message.offset) < end.get(partition)) values.get(partition).push(message.value.toString());
+      },
+    });
+    await waitUntil(`${topic} ${label}: positions at the end offsets ${show(end)}`, until(TC.WAIT_MS),
+      () => [...end].every(([p, o]) => (position.get(p) ?? 0) >= o), () => `at ${show(position)}`);
+    await consumer.disconnect();
+    console.log(`${topic} ${label}: ${TC.count(values)} records up to end offsets ${show(end)}`);
+    return values;
+  };
+
+  try {
+    await admin.connect();
+    const { brokers } = await admin.describeCluster();
+    if (brokers.length < TC.BROKERS) {
+      console.log(`kafkajs txn-cluster: n/a: the cluster has ${brokers.length} broker(s); txn-cluster needs ${TC.BROKERS}`);
+      await admin.disconnect();
+      process.exit(EXIT_NOT_IMPLEMENTED);
+    }
+    console.log(`brokers: ${brokers.map((b) => `${b.nodeId}@${b.host}:${b.port}`).join(', ')}`);
+    brokerAdmins = brokers.map((b) => kafkaOf([`${b.host}:${b.port}`]).admin());
+    open.push(...brokerAdmins);
+    for (const a of brokerAdmins) await a.connect();
+
+    // 1. The topics, and IN led by three brokers.
+    await admin.createTopics({
+      topics: [
+        { topic: topicIn, numPartitions: TC.PARTITIONS, replicationFactor: TC.REPLICATION, configEntries: Object.entries(TC.IN_CONFIG).map(([name, value]) => ({ name, value })) },
+        { topic: topicOut, numPartitions: TC.PARTITIONS, replicationFactor: TC.REPLICATION },
+      ],
+      // The wait below asks every broker, bounded by the scenario's clock.
+      waitForLeaders: false,
+      timeout: 10_000,
+    });
+    const inLeaders = await leaders(topicIn, TC.PARTITIONS);
+    const outLeaders = await leaders(topicOut, TC.PARTITIONS);
+    console.log(`${topicIn} leaders (partition: broker): ${show(inLeaders)}`);
+    console.log(`${topicOut} leaders (partition: broker): ${show(outLeaders)}`);
+    expect(new Set(inLeaders.values()).size === TC.PARTITIONS,
+      `${topicIn}: expected its ${TC.PARTITIONS} partitions led by ${TC.PARTITIONS} different brokers, saw leaders ${show(inLeaders)}`);
+
+    // 2. T and G with coordinators on two brokers. The internal topics exist once something
+    // asked for a coordinator of their kind: a transactional producer's first transaction,
+    // and a group's offsets.
+    const probe = kafka.producer({ transactionalId: `${prefix}-probe`, idempotent: true, maxInFlightRequests: 1 });
+    open.push(probe);
+    await probe.connect();
+    await (await probe.transaction()).abort();
+    await probe.disconnect();
+    await waitUntilAsync('the coordinator of a group', until(TC.WAIT_MS), async () => {
+      await admin.fetchOffsets({ groupId: `${prefix}-probe`, topics: [topicIn] });
+      return true;
+    });
+    const txnLeaders = await leaders('__transaction_state');
+    const groupLeaders = await leaders('__consumer_offsets');
+    console.log(`__transaction_state: ${txnLeaders.size} partitions, __consumer_offsets: ${groupLeaders.size}`);
+    const picked = TC.pickIds(prefix,
+      (t) => txnLeaders.get(TC.coordinatorPartition(t, txnLeaders.size)),
+      (g) => groupLeaders.get(TC.coordinatorPartition(g, groupLeaders.size)));
+    expect(picked, `none of ${TC.CANDIDATES} candidate pairs of ids has its transaction and group coordinators on two different brokers`);
+    const { txnId, groupId, txnCoordinator, groupCoordinator } = picked;
+    const third = [...inLeaders.values()].find((b) => b !== txnCoordinator && b !== groupCoordinator);
+    console.log(`transaction coordinator of ${txnId}: broker ${txnCoordinator}`);
+    console.log(`group coordinator of ${groupId}: broker ${groupCoordinator}`);
+    console.log(`third broker ${third} leads ${topicIn} partition ${TC.ledBy(inLeaders, third)} and ${topicOut} partition(s) ${TC.ledBy(outLeaders, third)}`);
+
+    // 3. A committed, B aborted, C committed. A send() waits for its acknowledgement, so B's
+    // records are in the log before the abort.
+    const producer = kafka.producer({ transactionalId: txnId, idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    open.push(producer);
+    await producer.connect();
+    for (const { name, commit } of TC.TXNS) {
+      const txn = await producer.transaction();
+      const messages = [];
+      for (let k = 0; k < TC.PER_PARTITION; k++) for (let p = 0; p < TC.PARTITIONS; p++) messages.push({ partition: p, value: TC.value(name, p, k) });
+      await sendAcknowledged(txn, topicIn, messages);
+      await (commit ? txn.commit() : txn.abort());
+    }
+    console.log(`transactions on ${topicIn}: A committed, B aborted, C committed (${TC.PER_PARTITION} records to each partition each)`);
+
+    // 4. IN as each isolation level sees it.
+    const inEnd = await settledEnd(topicIn);
+    console.log(`${topicIn} end offsets: ${show(inEnd)}`);
+    const committedIn = TC.inputValues({ committedOnly: true });
+    const allIn = TC.inputValues({ committedOnly: false });
+    const inCommitted = await readToEnd(topicIn, { readUncommitted: false, end: inEnd, label: 'read_committed' });
+    const inAll = await readToEnd(topicIn, { readUncommitted: true, end: inEnd, label: 'read_uncommitted' });
+    problems.push(...TC.compare(`${topicIn} read_committed`, committedIn, inCommitted));
+    problems.push(...TC.compare(`${topicIn} read_uncommitted`, allIn, inAll));
+    summary.push(`${topicIn} read_committed ${TC.count(inCommitted)}/${TC.count(committedIn)}, read_uncommitted ${TC.count(inAll)}/${TC.count(allIn)}`);
+
+    // 5. Consume-transform-produce: each batch (one partition's records of one fetch) is one
+    // transaction. They run one at a time: a batch of only filtered records (markers, aborted
+    // data) moves the position without reaching eachBatch, and the offsets-only transaction
+    // that commits such a move comes from the loop below.
+    const written = new Map(Array.from({ length: TC.PARTITIONS }, (_, p) => [p, []]));
+    const committed = new Map();
+    const position = new Map();
+    let abortedRecords = 0;
+    let transactions = 0;
+    let failure = null;
+    let chain = Promise.resolve();
+    const serial = (fn) => {
+      const run = chain.then(fn);
+      chain = run.catch(() => {});
+      return run;
+    };
+    const transact = async (records, offsets) => {
+      const txn = await producer.transaction();
+      try {
+        if (records.length) await sendAcknowledged(txn, topicOut, records);
+        await txn.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: topicIn, partitions: [...offsets].map(([partition, offset]) => ({ partition, offset: String(offset) })) }] });
+      } catch (err) {
+        await txn.abort().catch(() => {});
+        throw err;
+      }
+      return txn;
+    };
+    const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 200, allowAutoTopicCreation: false, sessionTimeout: 10_000, heartbeatInterval: 1_000 });
+    open.push(consumer);
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+      if (payload.topic === topicIn && payload.batchSize === 0) {
+        position.set(payload.partition, Math.max(position.get(payload.partition) ?? 0, Number(payload.lastOffset) + 1));
+      }
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topicIn], fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        try {
+          await serial(async () => {
+            const p = batch.partition;
+            const next = Number(batch.lastOffset()) + 1;
+            const records = batch.messages.map((m) => ({ partition: p, value: TC.transform(m.value.toString()) }));
+            const txn = await transact(records, new Map([[p, next]]));
+            written.get(p).push(...records.map((r) => r.value));
+            if (abortedRecords === 0) {
+              await txn.abort();
+              abortedRecords = records.length;
+              const first = batch.messages[0].offset;
+              consumer.seek({ topic: topicIn, partition: p, offset: first });
+              console.log(`aborted the transaction of ${records.length} records (partition ${p}: ${records.map((r) => r.value).join(', ')}), rewound to ${first}`);
+              return;
+            }
+            await txn.commit();
+            transactions++;
+            committed.set(p, next);
+            position.set(p, Math.max(position.get(p) ?? 0, next));
+            console.log(`committed ${records.length} records, offsets ${JSON.stringify({ [p]: next })}`);
+          });
+        } catch (err) {
+          failure ??= err;
+          throw err;
+        }
+      },
+    });
+    const atEnd = () => [...inEnd].every(([p, o]) => committed.get(p) === o);
+    const copyDeadline = Date.now() + until(TC.COPY_MS);
+    while (!atEnd() && failure === null) {
+      expect(Date.now() < copyDeadline, `copy loop: expected group ${groupId} to commit the end offsets ${show(inEnd)} through transactions, reached ${show(committed)} (${transactions} committed)`);
+      const moved = new Map([...position].filter(([p, o]) => o > (committed.get(p) ?? 0)));
+      if (moved.size) {
+        await serial(async () => {
+          await (await transact([], moved)).commit();
+          transactions++;
+          for (const [p, o] of moved) committed.set(p, o);
+          console.log(`committed offsets only ${show(moved)}`);
+        });
+      }
+      await sleep(50);
+    }
+    if (failure) throw failure;
+    await consumer.disconnect();
+
+    // 6. OUT, and the group's offsets.
+    const expectedOut = new Map([...committedIn].map(([p, vs]) => [p, vs.map(TC.transform)]));
+    const outEnd = await settledEnd(topicOut);
+    const outCommitted = await readToEnd(topicOut, { readUncommitted: false, end: outEnd, label: 'read_committed' });
+    const outAll = await readToEnd(topicOut, { readUncommitted: true, end: outEnd, label: 'read_uncommitted' });
+    problems.push(...TC.compare(`${topicOut} read_committed`, expectedOut, outCommitted));
+    problems.push(...TC.compare(`${topicOut} read_uncommitted (the aborted copies included)`, written, outAll));
+    summary.push(`${topicOut} read_committed ${TC.count(outCommitted)}/${TC.count(expectedOut)}, read_uncommitted ${TC.count(outAll)}/${TC.count(written)} (${abortedRecords} aborted copies)`);
+
+    const [groupOffsets] = await admin.fetchOffsets({ groupId, topics: [topicIn] });
+    const fetched = new Map(groupOffsets.partitions.map((p) => [p.partition, Number(p.offset)]));
+    let ok = 0;
+    for (const [p, end] of inEnd) {
+      console.log(`group ${groupId} ${topicIn} partition ${p}: committed ${fetched.get(p)}, end offset ${end}`);
+      if (fetched.get(p) === end) ok++;
+      else problems.push(`group ${groupId} partition ${p} of ${topicIn}: expected committed offset ${end} (the end offset), saw ${fetched.get(p)}`);
+    }
+    summary.push(`group offsets at the end ${ok}/${TC.PARTITIONS}`);
+    summary.push(`${transactions} copy transactions committed, 1 aborted`);
+  } catch (err) {
+    problems.push(err instanceof ScenarioFailure ? err.message : `${err?.name ?? 'Error'}: ${err?.message ?? err}`);
+  } finally {
+    for (const line of summary) console.log(`summary: ${line}`);
+    for (const c of open.reverse()) await c.disconnect().catch(() => {});
+  }
+  failOn(problems);
+};
+
+// waitUntil for a condition that asks the broker: an error counts as "not yet".
+async function waitUntilAsync(what, timeoutMs, condition, describe = () => '') {
+  const deadline = Date.now() + timeoutMs;
+  let lastError = null;
+  for (;;) {
+    try {
+      if (await condition()) return;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      const seen = describe() || (lastError ? `${lastError.name}: ${lastError.message}` : '');
+      throw new ScenarioFailure(`timed out after ${timeoutMs} ms waiting for ${what}${seen ? `: ${seen}` : ''}`);
+    }
+    await sleep(200);
+  }
+}
 
 runScenarios({ label: 'kafkajs', banner: 'kafkajs 2.2.4', scenarios });

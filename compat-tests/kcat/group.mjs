@@ -8,6 +8,7 @@
 // read every 200 ms (auto commit) and once more when kcat, stopped with SIGTERM, closes the
 // consumer and leaves the group. Usage: node group.mjs group <host:port>.
 import { spawn } from 'node:child_process';
+import { waitForTopic } from '../lib/broker-requests.mjs';
 import * as G from '../lib/group.mjs';
 import { ScenarioFailure, expect, runScenarios } from '../lib/scenario.mjs';
 
@@ -32,10 +33,13 @@ async function createTopic(bootstrap, topic) {
   const admin = new kafkajs.Kafka({ clientId: 'gregor-compat-kcat', brokers: [bootstrap], connectionTimeout: 3_000, requestTimeout: 10_000, logLevel: kafkajs.logLevel.NOTHING }).admin();
   await admin.connect();
   try {
-    await admin.createTopics({ topics: [{ topic, numPartitions: G.PARTITIONS, replicationFactor: 1 }], waitForLeaders: true, timeout: 5_000 });
+    // kafkajs's own wait for leaders asks one broker and fails where that one has not heard of the topic yet.
+    await admin.createTopics({ topics: [{ topic, numPartitions: G.PARTITIONS, replicationFactor: 1 }], waitForLeaders: false, timeout: 5_000 });
   } finally {
     await admin.disconnect().catch(() => {});
   }
+  // In a cluster, each broker learns of the topic a moment after the one that made it.
+  await waitForTopic(bootstrap, topic, G.PARTITIONS);
 }
 
 // kcat -P of keyed messages [from, to), one "key\tvalue" line each.

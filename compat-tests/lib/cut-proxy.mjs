@@ -6,7 +6,9 @@
 // matrix therefore starts each broker with a second listener, PROXIED, whose advertised
 // address is a port where nothing listens until a scenario starts this proxy there
 // (`proxiedListener()` below). Every connection a client opens through that port comes
-// back through the proxy.
+// back through the proxy. On a cluster every broker has its own PROXIED listener, and the
+// proxy listens on each advertised address (one route per broker), so that a client reaches
+// every broker through it.
 //
 // A cut happens only while a Produce request is in flight, so that the client really has
 // to resend something it cannot know the fate of. Every CUT_EVERY_MS the proxy arms; the
@@ -49,39 +51,69 @@ export async function reserveProxiedListener() {
   return { listenerPort, proxyPort };
 }
 
-/** `bin/gregor start` flags adding the PROXIED listener beside the PLAINTEXT one on port 0. */
-export function gregorProxiedArgs({ listenerPort, proxyPort }) {
+/**
+ * `count` PROXIED listeners, one per broker of a cluster, with no port used twice.
+ *
+ *   await reserveProxiedListeners(3)  // [{ listenerPort, proxyPort }, ...] (6 distinct ports)
+ */
+export async function reserveProxiedListeners(count, avoid = []) {
+  const taken = new Set(avoid);
+  const ports = [];
+  while (ports.length < count * 2) {
+    const port = await freePort('127.0.0.1');
+    if (taken.has(port)) continue;
+    taken.add(port);
+    ports.push(port);
+  }
+  return Array.from({ length: count }, (_, i) => ({ listenerPort: ports[2 * i], proxyPort: ports[2 * i + 1] }));
+}
+
+/**
+ * `bin/gregor start` flags adding the PROXIED listener beside the PLAINTEXT one, on port 0
+ * unless plaintextPort fixes it.
+ */
+export function gregorProxiedArgs({ listenerPort, proxyPort }, plaintextPort = 0) {
   return [
     '--override',
-    `listeners=PLAINTEXT://127.0.0.1:0,PROXIED://127.0.0.1:${listenerPort}`,
+    `listeners=PLAINTEXT://127.0.0.1:${plaintextPort},PROXIED://127.0.0.1:${listenerPort}`,
     '--override',
     `advertised.listeners=PROXIED://127.0.0.1:${proxyPort}`,
   ];
 }
 
-/** The environment a scenario reads with proxiedListener(). */
-export function proxiedEnv({ listenerPort, proxyPort }) {
-  return { COMPAT_PROXY_LISTEN: `127.0.0.1:${proxyPort}`, COMPAT_PROXY_TARGET: `127.0.0.1:${listenerPort}` };
+/**
+ * The environment a scenario reads with proxiedListener(), for one broker's PROXIED listener
+ * or a cluster's (an array, in broker order: comma-separated lists of the same length).
+ */
+export function proxiedEnv(proxied) {
+  const list = Array.isArray(proxied) ? proxied : [proxied];
+  return {
+    COMPAT_PROXY_LISTEN: list.map((p) => `127.0.0.1:${p.proxyPort}`).join(','),
+    COMPAT_PROXY_TARGET: list.map((p) => `127.0.0.1:${p.listenerPort}`).join(','),
+  };
 }
 
 /**
- * The proxied listener the matrix started the broker with, from the environment:
- * COMPAT_PROXY_LISTEN (host:port the broker advertises on its PROXIED listener, where the
- * scenario's proxy must listen) and COMPAT_PROXY_TARGET (host:port the PROXIED listener is
- * bound to, where the proxy forwards). Throws when they are missing.
+ * The proxied listeners the matrix started the broker or cluster with, from the environment:
+ * COMPAT_PROXY_LISTEN (host:port each broker advertises on its PROXIED listener, where the
+ * scenario's proxy must listen) and COMPAT_PROXY_TARGET (host:port each PROXIED listener is
+ * bound to, where the proxy forwards), comma-separated in the same broker order. listen and
+ * target are the first broker's, the address to bootstrap from. Throws when they are missing.
  *
- *   proxiedListener()  // { listen: { host: '127.0.0.1', port: 40123 }, target: { ... } }
+ *   proxiedListener()  // { listen: { host: '127.0.0.1', port: 40123 }, target: { ... },
+ *                      //   routes: [{ listen, target }, ...] }
  */
 export function proxiedListener(env = process.env) {
-  const listen = parseHostPort(env.COMPAT_PROXY_LISTEN);
-  const target = parseHostPort(env.COMPAT_PROXY_TARGET);
-  if (!listen || !target) {
+  const listens = String(env.COMPAT_PROXY_LISTEN ?? '').split(',').map(parseHostPort);
+  const targets = String(env.COMPAT_PROXY_TARGET ?? '').split(',').map(parseHostPort);
+  if (listens.length !== targets.length || [...listens, ...targets].some((a) => !a)) {
     throw new Error(
-      'COMPAT_PROXY_LISTEN and COMPAT_PROXY_TARGET are not set: this scenario needs a broker started ' +
-        'with a PROXIED listener, as compat-tests/matrix.mjs starts them',
+      'COMPAT_PROXY_LISTEN and COMPAT_PROXY_TARGET are not set (or not lists of host:port of the same ' +
+        'length): this scenario needs a broker started with a PROXIED listener, as compat-tests/matrix.mjs starts them',
     );
   }
-  return { listen, target };
+  const routes = listens.map((listen, i) => ({ listen, target: targets[i] }));
+  return { listen: routes[0].listen, target: routes[0].target, routes };
 }
 
 function parseHostPort(text) {
@@ -136,13 +168,16 @@ class FrameWatcher {
 }
 
 /**
- * Starts the proxy on listen ({ host, port }), forwarding to target. Cutting starts at
- * once and stops with stopCutting(); stop() closes everything.
+ * Starts the proxy on listen ({ host, port }), forwarding to target, or on every route's
+ * listen address, forwarding to that route's target (a cluster: see proxiedListener()).
+ * bootstrap is the first route's. Cutting starts at once, over all routes together, and
+ * stops with stopCutting(); stop() closes everything.
  *
  * @returns {Promise<{ bootstrap: string, stats: object, stopCutting(): void,
  *   describe(): string, stop(): Promise<void> }>}
  */
-export async function startCutProxy({ listen, target, everyMs = CUT_EVERY_MS, onCut = () => {} }) {
+export async function startCutProxy({ listen, target, routes, everyMs = CUT_EVERY_MS, onCut = () => {} }) {
+  const paths = routes?.length ? routes : [{ listen, target }];
   const stats = {
     connections: 0,
     produceRequests: 0,
@@ -176,7 +211,7 @@ export async function startCutProxy({ listen, target, everyMs = CUT_EVERY_MS, on
     onCut({ kind, reset: 1 + others.length, cuts: stats.responseLost + stats.requestCut });
   };
 
-  const server = net.createServer({ noDelay: true }, (client) => {
+  const serve = (target) => (client) => {
     stats.connections++;
     const upstream = net.connect({ host: target.host, port: target.port, noDelay: true });
     const pair = { client, upstream, closed: false, dropResponseTo: null, responseReached: false, cutAfterWrite: false };
@@ -232,19 +267,29 @@ export async function startCutProxy({ listen, target, everyMs = CUT_EVERY_MS, on
       close();
     });
     upstream.on('close', close);
-  });
+  };
 
-  await new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ host: listen.host, port: listen.port, exclusive: true }, resolve);
-  });
+  const servers = [];
+  try {
+    for (const route of paths) {
+      const server = net.createServer({ noDelay: true }, serve(route.target));
+      await new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen({ host: route.listen.host, port: route.listen.port, exclusive: true }, resolve);
+      });
+      servers.push(server);
+    }
+  } catch (err) {
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(() => resolve()))));
+    throw err;
+  }
   const timer = setInterval(() => {
     if (cutting) armed = true;
   }, everyMs);
 
   const cuts = () => stats.responseLost + stats.requestCut;
   return {
-    bootstrap: `${listen.host}:${listen.port}`,
+    bootstrap: `${paths[0].listen.host}:${paths[0].listen.port}`,
     stats,
     cuts,
     stopCutting() {
@@ -262,7 +307,7 @@ export async function startCutProxy({ listen, target, everyMs = CUT_EVERY_MS, on
     async stop() {
       this.stopCutting();
       for (const p of [...live]) resetPair(p);
-      await new Promise((resolve) => server.close(() => resolve()));
+      await Promise.all(servers.map((server) => new Promise((resolve) => server.close(() => resolve()))));
     },
   };
 }

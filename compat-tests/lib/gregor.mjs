@@ -29,11 +29,18 @@ function parseListen(listen) {
  * Spawns `node bin/gregor start --listen 127.0.0.1:0 --data-dir <dir> ...args` and resolves
  * once it logs its ready line. Rejects with the output tail if it exits or is not ready in time.
  *
- * @param {{ dataDir?: string, args?: string[], env?: Record<string, string> }} [options]
+ * `onOutput(chunk, stream)` sees everything the broker prints, from the start: the
+ * in-memory output() keeps only a tail, so a caller that checks the whole log keeps it there.
+ * kill() ends the broker with SIGKILL, as a crash would, and keeps its data directory
+ * even when this function made it, so that it can be started again on it.
+ *
+ * @param {{ dataDir?: string, args?: string[], env?: Record<string, string>,
+ *   onOutput?: (chunk: string, stream: 'stdout' | 'stderr') => void }} [options]
  * @returns {Promise<{ bootstrap: string, host: string, port: number, dataDir: string,
- *   pid: number, stop(): Promise<number>, output(): string }>}
+ *   pid: number, stop(): Promise<number>, kill(): Promise<number>, running(): boolean,
+ *   output(): string }>}
  */
-export async function startGregor({ dataDir, args = [], env = {} } = {}) {
+export async function startGregor({ dataDir, args = [], env = {}, onOutput } = {}) {
   const ownsDataDir = !dataDir;
   const dir = dataDir ?? (await mkdtemp(path.join(tmpdir(), 'gregor-compat-')));
   const removeOwnDir = async () => {
@@ -90,9 +97,11 @@ export async function startGregor({ dataDir, args = [], env = {} } = {}) {
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (chunk) => {
       stderr = append(stderr, chunk);
+      onOutput?.(chunk, 'stderr');
     });
     child.stdout.on('data', (chunk) => {
       stdout = append(stdout, chunk);
+      onOutput?.(chunk, 'stdout');
       pending += chunk;
       let nl;
       while ((nl = pending.indexOf('\n')) >= 0) {
@@ -145,6 +154,15 @@ export async function startGregor({ dataDir, args = [], env = {} } = {}) {
     return stopping;
   };
 
+  let killing = null;
+  const kill = () => {
+    killing ??= (async () => {
+      if (exitCode === null) child.kill('SIGKILL');
+      return exited;
+    })();
+    return killing;
+  };
+
   let addr;
   try {
     addr = await ready;
@@ -159,6 +177,8 @@ export async function startGregor({ dataDir, args = [], env = {} } = {}) {
     dataDir: dir,
     pid: child.pid,
     stop,
+    kill,
+    running: () => exitCode === null,
     output,
   };
 }

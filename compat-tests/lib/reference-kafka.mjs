@@ -25,8 +25,8 @@ const FORMAT_TIMEOUT_MS = 60_000;
 const TAIL_LINES = 80;
 
 const HEAP = ['-Xms512m', '-Xmx1g'];
+// Without the heap flags, which a caller may choose.
 const JVM_FLAGS = [
-  ...HEAP,
   '-XX:+UseG1GC',
   '-XX:MaxGCPauseMillis=20',
   '-Djava.awt.headless=true',
@@ -56,7 +56,7 @@ function classpath() {
     .join(path.delimiter);
 }
 
-function serverProperties({ port, controllerPort, logDir, proxied, nodeId = 1, voters = null }) {
+function serverProperties({ port, controllerPort, logDir, proxied, nodeId = 1, voters = null, settings = {} }) {
   // A PROXIED listener (see lib/cut-proxy.mjs) is bound to one port and advertises another.
   const extra = proxied ? `,PROXIED://127.0.0.1:${proxied.listenerPort}` : '';
   const extraAdvertised = proxied ? `,PROXIED://127.0.0.1:${proxied.proxyPort}` : '';
@@ -77,6 +77,7 @@ function serverProperties({ port, controllerPort, logDir, proxied, nodeId = 1, v
     'share.coordinator.state.topic.replication.factor': '1',
     'share.coordinator.state.topic.min.isr': '1',
     'group.initial.rebalance.delay.ms': '0',
+    ...settings,
   };
   return Object.entries(props)
     .map(([k, v]) => `${k}=${v}`)
@@ -197,35 +198,48 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms).unref());
  *
  * @param {{ log?: (line: string) => void, port?: number,
  *   proxied?: { listenerPort: number, proxyPort: number },
- *   member?: { nodeId: number, voters: string, clusterId: string, controllerPort: number } }} [options]
+ *   member?: { nodeId: number, voters: string, clusterId: string, controllerPort: number },
+ *   settings?: Record<string, string>, heap?: string[] }} [options]
  *   log receives every line the JVM prints; port fixes the PLAINTEXT port (default: a
  *   free one); proxied adds a listener PROXIED bound to listenerPort that advertises
  *   proxyPort (from reserveProxiedListener() in cut-proxy.mjs); member makes the node one
- *   of a cluster (see startReferenceKafkaCluster).
+ *   of a cluster (see startReferenceKafkaCluster); settings are server.properties entries
+ *   that replace or add to the defaults here; heap replaces the JVM's -Xms/-Xmx flags.
+ *
+ * Besides stop(), which removes the data dir, the node has kill(), which ends the JVM with
+ * SIGKILL as a crash would and keeps the data dir, restart(), which starts it again on the
+ * same ports and data dir (resolving once it is ready again), and running().
  */
-export async function startReferenceKafka({ log, port, proxied, member } = {}) {
+export async function startReferenceKafka({ log, port, proxied, member, settings, heap = HEAP } = {}) {
   const cp = classpath();
   const host = '127.0.0.1';
   const plaintextPort = port ?? (await freePort(host));
   const taken = new Set([plaintextPort, proxied?.listenerPort, proxied?.proxyPort]);
   let controllerPort = member?.controllerPort ?? (await freePort(host));
   while (!member && taken.has(controllerPort)) controllerPort = await freePort(host);
+  const flags = [...heap, ...JVM_FLAGS];
 
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'gregor-ref-kafka-'));
   const logDir = path.join(dataDir, 'log');
   const propsFile = path.join(dataDir, 'server.properties');
   let child = null;
   let exited = null;
+  let exitedPromise = Promise.resolve();
   const tail = new Tail();
 
+  const kill = async () => {
+    if (child && exited === null) {
+      killGroup(child.pid, 'SIGKILL');
+      await Promise.race([exitedPromise, sleep(10_000)]);
+    }
+  };
   const stop = async () => {
     if (child && exited === null) {
-      const done = new Promise((r) => child.once('exit', r));
       killGroup(child.pid, 'SIGTERM');
-      const graceful = await Promise.race([done.then(() => true), sleep(STOP_GRACE_MS).then(() => false)]);
+      const graceful = await Promise.race([exitedPromise.then(() => true), sleep(STOP_GRACE_MS).then(() => false)]);
       if (!graceful) {
         killGroup(child.pid, 'SIGKILL');
-        await Promise.race([done, sleep(5000)]);
+        await Promise.race([exitedPromise, sleep(5000)]);
       }
     }
     // The lifeline's watcher was in the same group and got the signal too; closing
@@ -239,37 +253,26 @@ export async function startReferenceKafka({ log, port, proxied, member } = {}) {
     if (child && exited === null) killGroup(child.pid, 'SIGKILL');
   };
 
-  try {
-    await mkdir(logDir);
-    await writeFile(
-      propsFile,
-      serverProperties({ port: plaintextPort, controllerPort, logDir, proxied, nodeId: member?.nodeId, voters: member?.voters }),
-    );
-    const clusterId = member?.clusterId ?? newClusterId();
-    const formatted = await runJava(
-      [...JVM_FLAGS, '-cp', cp, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile],
-      { timeoutMs: FORMAT_TIMEOUT_MS, log },
-    );
-    if (formatted.code !== 0) {
-      throw new Error(
-        `StorageTool format failed (${formatted.code ?? formatted.signal}):\n${formatted.output}`,
-      );
-    }
-
+  // Starts the JVM on the formatted data dir and waits until it answers ApiVersions.
+  const launch = async () => {
+    exited = null;
     child = spawn(
       'bash',
-      [LIFELINE, dataDir, ...JVM_FLAGS, '-cp', cp, 'kafka.Kafka', propsFile],
+      [LIFELINE, dataDir, ...flags, '-cp', cp, 'kafka.Kafka', propsFile],
       { stdio: ['pipe', 'pipe', 'pipe'], detached: true },
     );
-    process.on('exit', onParentExit);
-    child.stdout.on('data', (c) => tail.push(c, log));
-    child.stderr.on('data', (c) => tail.push(c, log));
-    child.once('exit', (code, signal) => {
-      exited = { code, signal };
+    const current = child;
+    exitedPromise = new Promise((resolve) => {
+      current.once('exit', (code, signal) => {
+        exited = { code, signal };
+        resolve();
+      });
     });
+    current.stdout.on('data', (c) => tail.push(c, log));
+    current.stderr.on('data', (c) => tail.push(c, log));
     await new Promise((resolve, reject) => {
-      child.once('spawn', resolve);
-      child.once('error', reject);
+      current.once('spawn', resolve);
+      current.once('error', reject);
     });
 
     const deadline = Date.now() + READY_TIMEOUT_MS;
@@ -295,11 +298,32 @@ export async function startReferenceKafka({ log, port, proxied, member } = {}) {
       }
       await sleep(250);
     }
+  };
+
+  try {
+    await mkdir(logDir);
+    await writeFile(
+      propsFile,
+      serverProperties({ port: plaintextPort, controllerPort, logDir, proxied, nodeId: member?.nodeId, voters: member?.voters, settings }),
+    );
+    const clusterId = member?.clusterId ?? newClusterId();
+    const formatted = await runJava(
+      [...flags, '-cp', cp, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile],
+      { timeoutMs: FORMAT_TIMEOUT_MS, log },
+    );
+    if (formatted.code !== 0) {
+      throw new Error(
+        `StorageTool format failed (${formatted.code ?? formatted.signal}):\n${formatted.output}`,
+      );
+    }
+    process.on('exit', onParentExit);
+    await launch();
   } catch (err) {
     await stop().catch(() => {});
     throw err;
   }
 
+  let restarting = null;
   return {
     bootstrap: `${host}:${plaintextPort}`,
     host,
@@ -307,9 +331,31 @@ export async function startReferenceKafka({ log, port, proxied, member } = {}) {
     controllerPort,
     dataDir,
     version: referenceKafkaVersion(),
-    pid: child.pid,
+    get pid() {
+      return child.pid;
+    },
     proxied: proxied ?? null,
     outputTail: () => tail.text(),
+    running: () => exited === null,
+    kill,
+    /** Starts a killed node again; a failed start leaves it killed, with the reason thrown. */
+    restart() {
+      restarting ??= (async () => {
+        try {
+          if (exited === null) return;
+          // The old lifeline's stdin end is ours; close it so that its watcher (if it
+          // outlived the SIGKILL) cannot remove the data dir later.
+          child?.stdin?.destroy();
+          await launch();
+        } catch (err) {
+          await kill();
+          throw err;
+        } finally {
+          restarting = null;
+        }
+      })();
+      return restarting;
+    },
     stop,
   };
 }
@@ -326,22 +372,37 @@ function newClusterId() {
 /**
  * Starts `brokers` reference Kafka nodes, each a broker and a voter of one KRaft
  * quorum, on free loopback ports, with the single node's settings otherwise
- * (internal topics with one replica). Resolves once every node answers ApiVersions
- * (a broker only listens once the quorum has it registered): { nodes: [{ nodeId, bootstrap, host, port, pid }],
+ * (internal topics with one replica) unless `settings` says more. Resolves once every
+ * node answers ApiVersions (a broker only listens once the quorum has it registered):
+ * { nodes: [{ nodeId, bootstrap, host, port, pid, running(), kill(), restart() }],
  * bootstrap (all of them, comma-separated), version, stop() }.
  *
- * @param {{ brokers?: number, log?: (line: string) => void }} [options]
+ * @param {{ brokers?: number, log?: (line: string) => void, settings?: Record<string, string>,
+ *   heap?: string[], proxied?: { listenerPort: number, proxyPort: number }[] }} [options]
+ *   settings and heap apply to every node (see startReferenceKafka); proxied[i], when
+ *   given, is node i+1's PROXIED listener.
  */
-export async function startReferenceKafkaCluster({ brokers = 3, log } = {}) {
+export async function startReferenceKafkaCluster({ brokers = 3, log, settings, heap, proxied } = {}) {
   const host = '127.0.0.1';
+  const taken = new Set((proxied ?? []).flatMap((p) => [p.listenerPort, p.proxyPort]));
   const ports = new Set();
-  while (ports.size < brokers * 2) ports.add(await freePort(host));
+  while (ports.size < brokers * 2) {
+    const p = await freePort(host);
+    if (!taken.has(p)) ports.add(p);
+  }
   const [plaintext, controller] = [[...ports].slice(0, brokers), [...ports].slice(brokers)];
   const voters = controller.map((p, i) => `${i + 1}@${host}:${p}`).join(',');
   const clusterId = newClusterId();
   const started = await Promise.allSettled(
     plaintext.map((port, i) =>
-      startReferenceKafka({ log, port, member: { nodeId: i + 1, voters, clusterId, controllerPort: controller[i] } }),
+      startReferenceKafka({
+        log,
+        port,
+        settings,
+        heap,
+        proxied: proxied?.[i],
+        member: { nodeId: i + 1, voters, clusterId, controllerPort: controller[i] },
+      }),
     ),
   );
   const nodes = started.filter((r) => r.status === 'fulfilled').map((r) => r.value);
@@ -354,7 +415,19 @@ export async function startReferenceKafkaCluster({ brokers = 3, log } = {}) {
     throw failed.reason;
   }
   return {
-    nodes: nodes.map((n, i) => ({ nodeId: i + 1, bootstrap: n.bootstrap, host: n.host, port: n.port, pid: n.pid })),
+    nodes: nodes.map((n, i) => ({
+      nodeId: i + 1,
+      bootstrap: n.bootstrap,
+      host: n.host,
+      port: n.port,
+      get pid() {
+        return n.pid;
+      },
+      running: n.running,
+      kill: n.kill,
+      restart: n.restart,
+      outputTail: n.outputTail,
+    })),
     bootstrap: nodes.map((n) => n.bootstrap).join(','),
     version: referenceKafkaVersion(),
     stop,

@@ -11,6 +11,7 @@ import {
   defaultPartitioner,
   protocolAPIsById,
 } from '@platformatic/kafka';
+import { waitForTopic } from '../lib/broker-requests.mjs';
 import { proxiedListener, startCutProxy } from '../lib/cut-proxy.mjs';
 import { CUT_PLAN, byPartition, checkPartition, produceThroughCuts } from '../lib/exactly-once.mjs';
 import * as G from '../lib/group.mjs';
@@ -172,6 +173,10 @@ scenarios.roundtrip = async function roundtrip(bootstrap) {
   try {
     const started = Date.now();
     for (const codec of codecs) {
+      // The producer's Metadata request starts the topic's auto-creation (answered as unknown
+      // until the topic is made); in a cluster, every broker learns of it a moment later.
+      await producer.metadata({ topics: [topics[codec]] }).catch(() => {});
+      await waitForTopic(bootstrap, topics[codec], 1);
       const sends = [];
       for (let i = 0; i < messages.length; i += ROUNDTRIP_SEND_SIZE) {
         const chunk = messages.slice(i, i + ROUNDTRIP_SEND_SIZE);
@@ -336,8 +341,10 @@ scenarios.admin = async function admin(bootstrap) {
     const meta = await admin.metadata({ topics: [topic], forceUpdate: true });
     expect(meta.topics.get(topic).id === answer.id, `metadata gives topic id ${meta.topics.get(topic).id}, createTopics gave ${answer.id}`);
     await expectError('createTopics of an existing topic', 'TOPIC_ALREADY_EXISTS', () => admin.createTopics({ topics: [topic], partitions: 1, replicas: 1 }));
-    await expectError('createTopics with replication factor 3 on one broker', 'INVALID_REPLICATION_FACTOR', () =>
-      admin.createTopics({ topics: [missing], partitions: 1, replicas: 3 }),
+    // One replica more than the cluster has brokers.
+    const tooMany = meta.brokers.size + 1;
+    await expectError(`createTopics with replication factor ${tooMany}, above the broker count`, 'INVALID_REPLICATION_FACTOR', () =>
+      admin.createTopics({ topics: [missing], partitions: 1, replicas: tooMany }),
     );
 
     await settle(() =>
@@ -396,6 +403,8 @@ scenarios.admin = async function admin(bootstrap) {
 
     await admin.createTopics({ topics: [recordsTopic], partitions: 1, replicas: 1 });
     created.push(recordsTopic);
+    // In a cluster, each broker learns of the topic a moment after the one that made it.
+    await waitForTopic(bootstrap, recordsTopic, 1);
     const base = Date.now() - 60_000;
     const stamps = ADMIN_TIMESTAMP_STEPS.map((step) => BigInt(base + step));
     const producer = new Producer({ ...clientOptions(bootstrap), idempotent: false });
@@ -543,6 +552,8 @@ scenarios.group = async function group(bootstrap) {
 
   try {
     await admin.createTopics({ topics: [topic], partitions: G.PARTITIONS, replicas: 1 });
+    // In a cluster, each broker learns of the topic a moment after the one that made it.
+    await waitForTopic(bootstrap, topic, G.PARTITIONS);
     check.log(`topic ${topic} with ${G.PARTITIONS} partitions; group ${groupId}`);
 
     await Promise.all([start('A'), start('B')]);
@@ -598,6 +609,7 @@ scenarios['idempotent-cut'] = async function idempotentCut(bootstrap) {
   let consumer = null;
   try {
     await admin.createTopics({ topics: [topic], partitions: CUT_PLAN.partitions, replicas: 1 });
+    await waitForTopic(bootstrap, topic, CUT_PLAN.partitions);
     proxy = await startCutProxy(proxiedListener());
     console.log(`producing to ${topic} through the cut proxy at ${proxy.bootstrap}`);
     producer = new Producer({

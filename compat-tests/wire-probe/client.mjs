@@ -297,9 +297,12 @@ const CORRUPT_CASES = [
 ];
 const CORRUPT_PRODUCE_VERSIONS = [3, 9];
 
-async function createTopic(p, name, numPartitions) {
+/** Creates `name` with one replica per partition; with `onBroker`, every partition's replica is on that broker. */
+async function createTopic(p, name, numPartitions, onBroker = null) {
+  const placed = onBroker !== null;
+  const assignments = placed ? Array.from({ length: numPartitions }, (_, i) => ({ partitionIndex: i, brokerIds: [onBroker] })) : [];
   const res = await p.request(19, 5, {
-    topics: [{ name, numPartitions, replicationFactor: 1, assignments: [], configs: [] }],
+    topics: [{ name, numPartitions: placed ? -1 : numPartitions, replicationFactor: placed ? -1 : 1, assignments, configs: [] }],
     timeoutMs: 10_000,
     validateOnly: false,
   });
@@ -365,15 +368,26 @@ async function fetchAll(p, topic, partitions) {
     .sort((a, b) => a[0] - b[0]);
 }
 
+/** The node id Metadata gives the broker at `bootstrap`, the one this connection reached. */
+async function connectedBrokerId(p, bootstrap) {
+  const { brokers } = await p.request(3, 12, metadataRequest([]));
+  const self = brokers.find((b) => `${b.host}:${b.port}` === bootstrap);
+  expect(self, `Metadata lists no broker at ${bootstrap}: ${brokers.map((b) => `${b.nodeId}@${b.host}:${b.port}`).join(', ')}`);
+  return self.nodeId;
+}
+
 async function corruptBatch(bootstrap) {
   const p = await Probe.connect(bootstrap);
   const results = [];
   try {
     const suffix = randomBytes(4).toString('hex');
+    // Produce, ListOffsets and Fetch all go to this connection's broker, so the partitions are
+    // placed there: in a cluster the broker would otherwise spread their leaders.
+    const self = await connectedBrokerId(p, bootstrap);
     for (const version of CORRUPT_PRODUCE_VERSIONS) {
       for (const [i, c] of CORRUPT_CASES.entries()) {
         const topic = `corrupt-${suffix}-v${version}-${i}`;
-        await createTopic(p, topic, 2);
+        await createTopic(p, topic, 2, self);
         await untilLeader(p, topic, 10_000);
         await untilServing(p, topic, [0, 1], 10_000);
         const res = await p.request(0, version, {

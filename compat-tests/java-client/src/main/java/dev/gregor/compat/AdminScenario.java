@@ -161,15 +161,25 @@ final class AdminScenario implements Scenario {
                 admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all());
         expectError("createTopics of an illegal name", InvalidTopicException.class,
                 admin.createTopics(List.of(new NewTopic(missing + " bad name!", 1, (short) 1))).all());
-        expectError("createTopics with replication factor 3 on one broker", InvalidReplicationFactorException.class,
-                admin.createTopics(List.of(new NewTopic(missing, 1, (short) 3))).all());
+        // One replica more than the cluster has brokers.
+        int tooMany = get(admin.describeCluster().nodes()).size() + 1;
+        expectError("createTopics with replication factor " + tooMany + ", above the broker count",
+                InvalidReplicationFactorException.class,
+                admin.createTopics(List.of(new NewTopic(missing, 1, (short) tooMany))).all());
         get(admin.createTopics(List.of(new NewTopic(missing, 1, (short) 1)),
                 new CreateTopicsOptions().validateOnly(true)).all());
         expect(!get(admin.listTopics().names()).contains(missing), "createTopics(validateOnly) created " + missing);
         System.out.println("createTopics(validateOnly): succeeded, nothing created");
 
-        // No partition count or replication factor: the broker's num.partitions (1 on both
-        // brokers here) and default.replication.factor (1).
+        // No partition count or replication factor: the broker's num.partitions (1 on every
+        // broker here) and default.replication.factor (1 on one broker, 3 on a cluster), as the
+        // broker describes it.
+        int lowestId = get(admin.describeCluster().nodes()).stream().mapToInt(n -> n.id()).min().orElse(-1);
+        ConfigResource lowest = new ConfigResource(ConfigResource.Type.BROKER, Integer.toString(lowestId));
+        ConfigEntry replicationDefault = describeConfigs(lowest).get("default.replication.factor");
+        expect(replicationDefault != null && replicationDefault.value() != null,
+                "describeConfigs(broker " + lowestId + ") has no default.replication.factor");
+        int expectedReplication = Integer.parseInt(replicationDefault.value());
         CreateTopicsResult defaults = admin.createTopics(
                 List.of(new NewTopic(defaultsTopic, Optional.empty(), Optional.empty())));
         get(defaults.all());
@@ -178,8 +188,9 @@ final class AdminScenario implements Scenario {
         int defaultReplication = get(defaults.replicationFactor(defaultsTopic));
         System.out.println("createTopics without partitions or replication factor: answered " + defaultPartitions
                 + " partitions, replication factor " + defaultReplication);
-        expect(defaultPartitions == 1 && defaultReplication == 1, "createTopics with broker defaults answered "
-                + defaultPartitions + " partitions, replication factor " + defaultReplication + ", expected 1 and 1");
+        expect(defaultPartitions == 1 && defaultReplication == expectedReplication,
+                "createTopics with broker defaults answered " + defaultPartitions + " partitions, replication factor "
+                + defaultReplication + ", expected 1 and " + expectedReplication);
         expectError("createTopics of a name colliding with an existing one ('.' for '_')",
                 InvalidTopicException.class,
                 admin.createTopics(List.of(new NewTopic(defaultsTopic.replace('_', '.'), 1, (short) 1))).all());
@@ -250,8 +261,9 @@ final class AdminScenario implements Scenario {
 
         incrementalAlter(resource, List.of(op("retention.ms", "1000", AlterConfigOp.OpType.SET)), true);
         System.out.println("incrementalAlterConfigs(validateOnly): SET retention.ms=1000");
-        checkConfigs("describeConfigs(topic)", describeConfigs(resource),
-                Map.of("retention.ms", new String[] {DEFAULT_RETENTION_MS, DEFAULT}));
+        // Retried: in a cluster the broker asked may not have applied the DELETE above yet.
+        settle(() -> checkConfigs("describeConfigs(topic)", describeConfigs(resource),
+                Map.of("retention.ms", new String[] {DEFAULT_RETENTION_MS, DEFAULT})));
 
         expectError("incrementalAlterConfigs SET retention.ms=soon", InvalidConfigurationException.class,
                 admin.incrementalAlterConfigs(Map.of(resource,
@@ -277,8 +289,9 @@ final class AdminScenario implements Scenario {
         System.out.println("incrementalAlterConfigs(cluster default): SET log.retention.ms=86400000");
         settle(() -> checkConfigs("describeConfigs(" + defaultsTopic + ")", describeConfigs(resource), Map.of(
                 "retention.ms", new String[] {"86400000", "DYNAMIC_DEFAULT_BROKER_CONFIG"})));
-        checkConfigs("describeConfigs(broker " + brokerId + ")", describeConfigs(broker), Map.of(
-                "log.retention.ms", new String[] {"86400000", "DYNAMIC_DEFAULT_BROKER_CONFIG"}));
+        // Retried: in a cluster each broker applies the cluster default a moment after another did.
+        settle(() -> checkConfigs("describeConfigs(broker " + brokerId + ")", describeConfigs(broker), Map.of(
+                "log.retention.ms", new String[] {"86400000", "DYNAMIC_DEFAULT_BROKER_CONFIG"})));
 
         brokerUndo.put(broker, List.of(op("log.retention.ms", null, AlterConfigOp.OpType.DELETE)));
         incrementalAlter(broker, List.of(op("log.retention.ms", "43200000", AlterConfigOp.OpType.SET)), false);

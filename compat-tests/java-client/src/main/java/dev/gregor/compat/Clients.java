@@ -32,6 +32,9 @@ final class Clients {
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, compressionType);
         p.put(ProducerConfig.LINGER_MS_CONFIG, 20);
+        // One request in flight: without idempotence, a retry (in a cluster the partition's leader
+        // may learn of a new topic a moment after the client) must not put a later batch first.
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 1);
         // send() blocks at most this long for metadata; a record is failed after the delivery timeout.
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 10_000);
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 8_000);

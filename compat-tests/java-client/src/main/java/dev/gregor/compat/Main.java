@@ -4,7 +4,8 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Entry point: {@code scenario <name> <bootstrap host:port>}, or {@code produce-loop} (see ProduceLoop).
+ * Entry point: {@code scenario <name> <bootstrap host:port>}, or {@code produce-loop} (see ProduceLoop), or
+ * {@code txn-produce-loop} (see TxnProduceLoop).
  * Exit codes follow the compat-client contract: 0 pass, 1 fail, 3 scenario not implemented.
  */
 public final class Main {
@@ -24,6 +25,7 @@ public final class Main {
         SCENARIOS.put("metadata", new MetadataScenario());
         SCENARIOS.put("roundtrip", new RoundtripScenario());
         SCENARIOS.put("txn", new TxnScenario());
+        SCENARIOS.put("txn-cluster", new TxnClusterScenario());
     }
 
     private Main() {
@@ -46,8 +48,17 @@ public final class Main {
                 return FAIL;
             }
         }
+        if (args.length == 5 && args[0].equals("txn-produce-loop")) {
+            try {
+                return TxnProduceLoop.run(args[1], args[2], Long.parseLong(args[3]), args[4]);
+            } catch (Throwable t) {
+                System.out.println("FAIL java-client txn-produce-loop: " + Errors.describe(t));
+                return FAIL;
+            }
+        }
         if (args.length != 3 || !args[0].equals("scenario")) {
-            System.err.println("usage: scenario <name> <bootstrap host:port> | scenarios | produce-loop <bootstrap> <topic> <seconds> <out-file>");
+            System.err.println("usage: scenario <name> <bootstrap host:port> | scenarios | produce-loop <bootstrap> <topic> <seconds> <out-file>"
+                    + " | txn-produce-loop <bootstrap> <topic> <seconds> <out-file>");
             return USAGE;
         }
         Scenario scenario = SCENARIOS.get(args[1]);
@@ -60,6 +71,9 @@ public final class Main {
             boolean ok = scenario.run(args[2]);
             System.out.println((ok ? "PASS" : "FAIL") + " java-client " + args[1]);
             return ok ? PASS : FAIL;
+        } catch (TxnClusterScenario.NotApplicable n) {
+            System.out.println("java-client " + args[1] + ": not applicable: " + n.getMessage());
+            return NOT_IMPLEMENTED;
         } catch (Throwable t) {
             System.out.println("FAIL java-client " + args[1] + ": " + Errors.describe(t));
             return FAIL;
