@@ -116,6 +116,26 @@ describe('ReplicaManager.appendRecords: min.insync.replicas', () => {
   });
 });
 
+describe('ReplicaManager: a stopping broker', () => {
+  it('writes no acks=-1 batch or transaction marker once it waits for followers no more, and answers NOT_LEADER_OR_FOLLOWER', async () => {
+    const { rm } = setup([1, 2], [1, 2], 1);
+    rm.releaseReplicationWaiters();
+    expect(rm.appendRecords('t', 0, batch(), -1)).toMatchObject({ errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER, baseOffset: -1n });
+    const marker = { producerId: 7n, producerEpoch: 0, coordinatorEpoch: 0, commit: true, partitions: [{ topic: 't', partition: 0 }] };
+    expect((await rm.writeMarkers(marker))[0]!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    expect(rm.logFor('t', 0)!.logEndOffset).toBe(0n);
+    // acks=1 never waited for followers: it is still written and answered.
+    expect(rm.appendRecords('t', 0, batch(), 1)).toMatchObject({ errorCode: ErrorCode.NONE, baseOffset: 0n });
+  });
+
+  it('still writes and answers acks=-1 where this broker is the whole ISR: nothing waits', () => {
+    const { rm } = setup([1, 2], [1], 1);
+    rm.releaseReplicationWaiters();
+    expect(rm.appendRecords('t', 0, batch(), -1)).toMatchObject({ errorCode: ErrorCode.NONE, baseOffset: 0n });
+    expect(rm.logFor('t', 0)!.highWatermark).toBe(1n);
+  });
+});
+
 describe('ReplicaManager: transaction verification guards', () => {
   const txnBatch = (producerEpoch = 0) => buildBatch({ producerId: 7n, producerEpoch, baseSequence: 0, transactional: true, records: [{ value: 'v', timestamp: 1000n }] });
   const marker = { producerId: 7n, producerEpoch: 0, coordinatorEpoch: 0, commit: false, partitions: [{ topic: 't', partition: 0 }] };

@@ -270,6 +270,10 @@ export class ReplicaManager {
     const state = this.partitionState(topic, partition);
     if (!state) return appendError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
     if (state.leader !== this.nodeId) return appendError(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    // A stopping broker waits for no follower any more (releaseReplicationWaiters): an acks=-1 batch that
+    // followers would have to copy could only be answered with an error while it stays in the log, so
+    // none is written. With the ISR this broker alone, nothing waits: it is written and answered.
+    if (acks === -1 && this.replicationClosed && this.needsFollowers(topic, partition, state)) return appendError(ErrorCode.NOT_LEADER_OR_FOLLOWER);
     let log: PartitionLog;
     try {
       log = this.logs.getOrCreate(topic, partition);
@@ -366,6 +370,8 @@ export class ReplicaManager {
     const state = this.partitionState(topic, partition);
     if (!state) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
     if (state.leader !== this.nodeId) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
+    // As an acks=-1 append on a stopping broker: nothing is written that could not be waited for.
+    if (this.replicationClosed && this.needsFollowers(topic, partition, state)) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
     let log: PartitionLog;
     try {
       log = this.logs.getOrCreate(topic, partition);
@@ -1179,6 +1185,11 @@ export class ReplicaManager {
     part.settlePendingIsr(p, this.nodeId);
     this.maybeAdvanceHighWatermark(topic, p.partition);
     return part;
+  }
+
+  /** Whether a write to a partition this broker leads is committed only once followers have it. */
+  private needsFollowers(topic: string, partition: number, state: PartitionState): boolean {
+    return state.isr.some((r) => r !== this.nodeId) || (this.partitionIfAny(topic, partition)?.needsFollowers ?? false);
   }
 
   /** The partition's state object, made when there is none. */
