@@ -35,11 +35,20 @@ interface Bound {
   readonly spec: ListenerSpec;
   readonly server: Server;
   readonly port: number;
+  /**
+   * Hands the connections to `accept`: first those that came while the broker was starting,
+   * held unread until now (as Kafka's listen backlog holds them), then every new one.
+   */
+  serve(accept: (socket: Socket) => void): void;
+  /** Closes the server and the connections it holds (a start that failed). */
+  abandon(): void;
 }
 
 /** Free fetch-buffer slabs kept once nothing fetched for a trim interval (see BufferPool.trimIdle). */
 const POOL_SLABS_KEPT_IDLE = 2;
 const POOL_TRIM_INTERVAL_MS = 30_000;
+/** How long the shutdown steps after the drain may take when shutdown.timeout.ms has already run out. */
+const STOP_STEPS_GRACE_MS = 5_000;
 
 export class Broker {
   private readonly connections = new Set<Connection>();
@@ -102,7 +111,7 @@ export class Broker {
     let logs: LogManager;
     const staticConfig = staticBrokerConfig(config);
     try {
-      for (const spec of config.listeners) bound.push(await listen(spec));
+      for (const spec of config.listeners) bound.push(await listen(spec, config.maxConnections));
       advertised = bound.map(({ spec, port }): Endpoint => {
         const adv = config.advertisedListeners?.find((a) => a.name === spec.name);
         if (adv) return { listener: spec.name, host: adv.host, port: adv.port === 0 ? port : adv.port };
@@ -160,7 +169,7 @@ export class Broker {
         throw new StartError(`cannot use data directory ${dataDir}: ${(err as Error).message}`);
       }
     } catch (err) {
-      for (const b of bound) b.server.close();
+      for (const b of bound) b.abandon();
       await store?.close();
       unlock();
       throw err;
@@ -200,7 +209,7 @@ export class Broker {
     };
     fatal = (err) => broker.fail(err);
     const dispatch: Dispatch = { handlers: handlerTable(HANDLERS), services };
-    for (const b of bound) b.server.on('connection', (socket) => broker.accept(socket, b.spec.name, dispatch));
+    for (const b of bound) b.serve((socket) => broker.accept(socket, b.spec.name, dispatch));
     if (etcd) {
       // Last, once this broker serves: from now on the other brokers and the controller count on it.
       try {
@@ -298,25 +307,55 @@ export class Broker {
       }
       clearTimeout(timer);
       for (const c of this.connections) c.close('broker shutting down');
-      await closed;
-      await fetchersStopped;
+      // Every step from here on is bounded too: a step that hangs (a peer that never answers, a store
+      // that never lets go) is logged and passed, so that a signalled broker always exits.
+      const stepsDeadline = Math.max(deadline, Date.now() + STOP_STEPS_GRACE_MS);
+      await this.stopStep('closing the listeners', closed, stepsDeadline);
+      await this.stopStep('stopping the replica fetchers', fetchersStopped, stepsDeadline);
       this.channel?.close();
       // No request runs any more: the logs close cleanly (synced, with their clean-shutdown marker).
       this.replicas.stop();
       try {
-        await this.logs.close();
+        await this.stopStep('closing the partition logs', this.logs.close(), stepsDeadline);
       } finally {
-        await this.store.close();
+        await this.stopStep('closing the metadata store', this.store.close(), stepsDeadline);
         this.unlock();
       }
     })();
     return this.stopping;
   }
+
+  /** Waits for one shutdown step until `deadline`; a step still running then is logged and left behind. */
+  private async stopStep(step: string, work: Promise<unknown>, deadline: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((res) => {
+      timer = setTimeout(() => res('late'), Math.max(0, deadline - Date.now()));
+    });
+    try {
+      if ((await Promise.race([work, late])) === 'late') {
+        this.log.warn({ step }, 'shutdown step still running after shutdown.timeout.ms; stopping without it');
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 }
 
-function listen(spec: ListenerSpec): Promise<Bound> {
+function listen(spec: ListenerSpec, maxHeld: number): Promise<Bound> {
   return new Promise((resolvePromise, reject) => {
     const server = createServer({ noDelay: true });
+    // From the first connection on, each is either served or held: one left to the server alone would
+    // never be read nor closed, and would keep server.close() (and so the broker's stop) waiting for good.
+    const held = new Set<Socket>();
+    let accept: ((socket: Socket) => void) | null = null;
+    const ignoreError = (): void => {};
+    server.on('connection', (socket: Socket) => {
+      if (accept) return accept(socket);
+      if (held.size >= maxHeld) return void socket.destroy();
+      held.add(socket);
+      socket.on('error', ignoreError);
+      socket.once('close', () => held.delete(socket));
+    });
     server.once('error', (err: NodeJS.ErrnoException) => {
       const where = formatHostPort(spec.host, spec.port);
       if (err.code === 'EADDRINUSE') reject(new StartError(`${where} is already in use; stop the other process or choose another port with --listen`));
@@ -328,7 +367,25 @@ function listen(spec: ListenerSpec): Promise<Bound> {
       const port = typeof addr === 'object' && addr ? addr.port : spec.port;
       server.removeAllListeners('error');
       server.on('error', () => {});
-      resolvePromise({ spec, server, port });
+      resolvePromise({
+        spec,
+        server,
+        port,
+        serve(fn) {
+          accept = fn;
+          const early = [...held];
+          held.clear();
+          for (const socket of early) {
+            socket.removeListener('error', ignoreError);
+            if (!socket.destroyed) fn(socket);
+          }
+        },
+        abandon() {
+          server.close();
+          for (const socket of held) socket.destroy();
+          held.clear();
+        },
+      });
     });
   });
 }

@@ -37,6 +37,10 @@ sets log.dirs), then flags.
 
 /** How long after start the broker checks that its native libraries are installed. */
 const NATIVE_CHECK_DELAY_MS = 200;
+/** After shutdown.timeout.ms and the bounded steps that follow it, a signalled broker exits whatever still runs. */
+const SHUTDOWN_WATCHDOG_MARGIN_MS = 15_000;
+/** How long a stopped broker's process may take to end by itself before it is ended. */
+const EXIT_GRACE_MS = 2_000;
 
 export class UsageError extends Error {}
 
@@ -218,20 +222,34 @@ export async function main(argv: readonly string[]): Promise<number> {
         process.exit(1);
       }
       log.info({ signal }, 'shutting down');
+      // Every step of stop() is bounded by shutdown.timeout.ms; this catches whatever is not.
+      setTimeout(() => {
+        log.error({ shutdownTimeoutMs: broker.config.shutdownTimeoutMs }, 'shutdown did not finish; exiting anyway');
+        process.exit(1);
+      }, broker.config.shutdownTimeoutMs + SHUTDOWN_WATCHDOG_MARGIN_MS).unref();
       broker.stop().then(
         () => {
           log.info('stopped');
-          resolveExit(0);
+          exit(0);
         },
         (err: unknown) => {
           log.error({ err }, 'shutdown failed');
-          resolveExit(1);
+          exit(1);
         },
       );
     };
+    // Stopped: the process ends once nothing is left to run. Something left running (a client
+    // library's retry timer) must not keep a stopped broker's process alive.
+    const exit = (code: number): void => {
+      resolveExit(code);
+      setTimeout(() => {
+        log.warn('the broker has stopped but something still holds the process; exiting');
+        process.exit(code);
+      }, EXIT_GRACE_MS).unref();
+    };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
-    broker.onFatal(() => resolveExit(1));
+    broker.onFatal(() => exit(1));
     // Only now: a supervisor may signal the moment it reads the ready line.
     log.info(
       {

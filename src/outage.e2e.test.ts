@@ -20,10 +20,16 @@
  */
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WireConnection, api } from '../cluster/inter-broker/kafka-connection.js';
+import type { ApiVersionsRequest } from '../wire/messages/api-versions-request.js';
+import type { ApiVersionsResponse } from '../wire/messages/api-versions-response.js';
 import { clusterView, until } from './cluster-test-support.js';
 import { TestCluster, hasEtcd } from './test-cluster.js';
 
 const SESSION_TIMEOUT_MS = 3000;
+// Below the 10 s after which the test harness kills a broker that did not stop on SIGTERM, with room
+// for the steps after it (STOP_STEPS_GRACE_MS in broker.ts) and a process's 2 s to end by itself.
+const SHUTDOWN_TIMEOUT_MS = 5000;
 const TOPIC = 'outage';
 const MANY = 'many';
 const PARTITIONS = 3;
@@ -92,8 +98,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('a cluster through etcd and broker 
       [1, 2, 3],
       [
         `broker.session.timeout.ms=${SESSION_TIMEOUT_MS}`,
-        // Below the 10 s after which the test harness kills a broker that did not stop on SIGTERM.
-        'shutdown.timeout.ms=8000',
+        `shutdown.timeout.ms=${SHUTDOWN_TIMEOUT_MS}`,
         'default.replication.factor=3',
         'offsets.topic.replication.factor=3',
         'offsets.topic.num.partitions=3',
@@ -226,6 +231,48 @@ describe.skipIf(!hasEtcd && !process.env.CI)('a cluster through etcd and broker 
     expect((await clusterView(stranger.bootstrap, TOPIC)).brokers).toEqual([1, 2, 3]);
     cluster.running.delete(3);
   }, 60_000);
+
+  it('answers a client that connected while it was starting, and stops on SIGTERM after that', async () => {
+    // Broker 4 cannot get past its start while etcd does not answer; its port listens from the first moment.
+    const port = await cluster.port(4);
+    cluster.etcdPause(true);
+    let starting: Promise<unknown> | undefined;
+    let answer: Promise<ApiVersionsResponse> | undefined;
+    let early: WireConnection | undefined;
+    try {
+      starting = cluster.start(4);
+      early = await until('broker 4 listening', () => WireConnection.open('127.0.0.1', port, 1000), 10_000);
+      const request = early.request<ApiVersionsResponse, ApiVersionsRequest>(api('ApiVersions'), 3, { clientSoftwareName: 'outage-test', clientSoftwareVersion: '1' });
+      answer = Promise.race([request, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no ApiVersions answer within 20 s')), 20_000))]);
+      answer.catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 1000));
+    } finally {
+      cluster.etcdPause(false);
+    }
+    try {
+      await starting;
+      expect((await answer!).errorCode).toBe(0);
+    } finally {
+      early?.close();
+    }
+    const { code, output } = await cluster.stop(4);
+    expect(code, output.slice(-2000)).toBe(0);
+    expect(output).not.toMatch(/shutdown step still running/);
+  }, 60_000);
+
+  it('stops on SIGTERM within its shutdown timeout while etcd takes connections and answers nothing', async () => {
+    const id = [...cluster.running.keys()][0]!;
+    cluster.etcdPause(true);
+    try {
+      const { ms, code, output } = await cluster.stop(id);
+      expect(code, output.slice(-2000)).toBe(0);
+      // The controlled shutdown gives up at shutdown.timeout.ms; what follows does not wait for etcd
+      // (the process may take 2 s more to end while the etcd client still retries).
+      expect(ms).toBeLessThan(SHUTDOWN_TIMEOUT_MS + 4000);
+    } finally {
+      cluster.etcdPause(false);
+    }
+  }, 30_000);
 
   it('stops on SIGTERM after all this, each broker exiting 0 within its shutdown timeout', async () => {
     for (const id of [...cluster.running.keys()]) {

@@ -54,6 +54,7 @@ export class TestCluster {
   private readonly dirs = new Map<number, string>();
   private readonly ports = new Map<number, number>();
   private readonly paused = new Set<number>();
+  private etcdPaused = false;
   private readonly strangers: TestBroker[] = [];
   private readonly strangerDirs: string[] = [];
 
@@ -82,15 +83,18 @@ export class TestCluster {
     let dir = this.dirs.get(nodeId);
     if (!dir) this.dirs.set(nodeId, (dir = mkdtempSync(join(tmpdir(), `gregor-cluster-${nodeId}-`))));
     const args = ['--broker-id', String(nodeId), '--metadata', `etcd://${this.etcd.endpoint}`];
-    if (this.fixedPorts) {
-      let port = this.ports.get(nodeId);
-      if (port === undefined) this.ports.set(nodeId, (port = await freePort()));
-      args.push('--listen', `127.0.0.1:${port}`);
-    }
+    if (this.fixedPorts) args.push('--listen', `127.0.0.1:${await this.port(nodeId)}`);
     for (const o of this.overrides) args.push('--override', o);
     const g = await startGregor({ dataDir: dir, args });
     this.running.set(nodeId, g);
     return g;
+  }
+
+  /** The port broker `nodeId` listens on, known before it starts (with `fixedPorts`). */
+  async port(nodeId: number): Promise<number> {
+    let port = this.ports.get(nodeId);
+    if (port === undefined) this.ports.set(nodeId, (port = await freePort()));
+    return port;
   }
 
   /**
@@ -144,6 +148,12 @@ export class TestCluster {
     this.etcd = await startEtcd({ dataDir: this.etcd.dataDir, clientPort: this.etcd.clientPort, ownDataDir: true });
   }
 
+  /** SIGSTOP (`paused` true) or SIGCONT to etcd: a metadata store that takes connections and answers nothing. */
+  etcdPause(paused: boolean): void {
+    process.kill(this.etcd.pid, paused ? 'SIGSTOP' : 'SIGCONT');
+    this.etcdPaused = paused;
+  }
+
   /** SIGSTOP or SIGCONT to every running broker at once. */
   pauseAll(paused: boolean): void {
     for (const id of this.running.keys()) this.pause(id, paused);
@@ -174,6 +184,7 @@ export class TestCluster {
     await Promise.all([...this.running.values(), ...this.strangers].map((g) => g.stop()));
     this.running.clear();
     for (const d of this.strangerDirs) rmSync(d, { recursive: true, force: true });
+    if (this.etcdPaused) this.etcdPause(false);
     await this.etcd.stop();
     for (const d of this.dirs.values()) rmSync(d, { recursive: true, force: true });
   }

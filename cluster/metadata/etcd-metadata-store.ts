@@ -113,6 +113,20 @@ const PASS_THROUGH = {
 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * `work`'s outcome, or 'late' once `ms` have passed. etcd3 retries a call that runs past its
+ * deadline (three times by default), so a stalled etcd holds one call for several deadlines;
+ * a shutdown must not wait for that.
+ */
+async function within<T>(work: Promise<T>, ms: number): Promise<T | 'late'> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([work, new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), Math.max(0, ms))))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** The etcd client's backoff shape: doubling from `duration` up to WATCH_BACKOFF_MAX_MS. */
 class CappedBackoff {
   constructor(readonly duration: number) {}
@@ -664,7 +678,7 @@ export class EtcdMetadataStore implements MetadataStore {
     const deadline = Date.now() + timeoutMs;
     this.leaving = true;
     // A registration again in flight ends first (it gives its lease back on seeing `leaving`).
-    await this.registering?.catch(() => undefined);
+    if (this.registering) await within(this.registering.catch(() => undefined), deadline - Date.now());
     const nodeId = this.self.nodeId;
     const leading = (image: MetadataImage): number => {
       let n = 0;
@@ -679,7 +693,8 @@ export class EtcdMetadataStore implements MetadataStore {
     };
     const lease = this.lease;
     this.lease = null;
-    const revoked = lease ? await lease.revoke().then(() => true, () => false) : false;
+    const revoked = lease ? await within(lease.revoke().then(() => true, () => false), deadline - Date.now()) : false;
+    if (revoked === 'late') return { leading: leading(this.current), timedOut: true };
     if (!revoked || !movable(this.current)) return { leading: leading(this.current), timedOut: false };
     return new Promise((resolve) => {
       const done = (timedOut: boolean): void => {
@@ -711,8 +726,8 @@ export class EtcdMetadataStore implements MetadataStore {
     this.watcher = null;
     const lease = this.lease;
     this.lease = null;
-    // Bounded by the call deadline.
-    await lease?.revoke().catch(() => undefined);
+    // An etcd that does not answer within one call's deadline gets the lease back by its expiry instead.
+    if (lease) await within(lease.revoke().catch(() => undefined), this.callTimeoutMs);
     this.client.close();
   }
 
