@@ -465,7 +465,9 @@ scenarios.group = async function group(bootstrap) {
   const consumers = new Map();
   let pendingCommits = 0;
   const admin = kafka.admin();
-  const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: false });
+  // Idempotent: kafkajs retries a whole multi-partition send when one partition answers an error
+  // (NOT_LEADER_OR_FOLLOWER while a new topic's leaders settle), which duplicates the partitions that took it.
+  const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 });
   // The producer's own key partitioner (murmur2, as Java's), run here so that each
   // message's acknowledged offset is known.
   const partitionOf = Partitioners.DefaultPartitioner();
@@ -644,7 +646,8 @@ scenarios.txn = async function txn(bootstrap) {
   const groupId = `compat-txn-kafkajs-${stamp}`;
   const kafka = makeKafka(bootstrap);
   const admin = kafka.admin();
-  const plain = kafka.producer({ allowAutoTopicCreation: false, idempotent: false });
+  // Idempotent, so that kafkajs's retry of a whole send does not write a partition's inputs twice.
+  const plain = kafka.producer({ allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 });
   const producer = kafka.producer({ transactionalId: `compat-txn-kafkajs-${stamp}`, idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
   const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 200, allowAutoTopicCreation: false });
   const requests = requestCounter();
