@@ -1,8 +1,10 @@
 // The few Kafka requests the matrix itself sends to a cluster it started, hand-encoded in
 // their oldest (non-flexible) versions so that they work against any broker without a client
-// library: which brokers a broker knows of (Metadata v1), a cluster-wide dynamic default
-// (IncrementalAlterConfigs v0) and a broker's view of its configs (DescribeConfigs v0).
+// library: whether a listener serves (ApiVersions v0), which brokers a broker knows of
+// (Metadata v1), a cluster-wide dynamic default (IncrementalAlterConfigs v0) and a broker's
+// view of its configs (DescribeConfigs v0).
 //
+//   await apiVersions({ port: 40100 })       // { errorCode: 0, apiKeys: [{ apiKey: 0, minVersion: 0, maxVersion: 11 }, ...] }
 //   await metadataBrokers({ port: 40100 })   // [{ nodeId: 1, host: '127.0.0.1', port: 40100 }, ...]
 //   await alterClusterDefaults({ port: 40100 }, { 'min.insync.replicas': '2' })
 //   await describeBrokerConfigs({ port: 40101 }, 2, ['min.insync.replicas'])  // Map { 'min.insync.replicas' => '2' }
@@ -10,6 +12,7 @@
 import net from 'node:net';
 
 const METADATA = 3;
+const API_VERSIONS = 18;
 const DESCRIBE_CONFIGS = 32;
 const INCREMENTAL_ALTER_CONFIGS = 44;
 const RESOURCE_BROKER = 4;
@@ -120,6 +123,14 @@ function request({ host = '127.0.0.1', port }, apiKey, version, body, timeoutMs 
       finish(null, buf.subarray(8, 4 + size));
     });
   });
+}
+
+/** ApiVersions v0: the one request every Kafka broker answers before anything is negotiated. */
+export async function apiVersions(address, timeoutMs) {
+  const r = new In(await request(address, API_VERSIONS, 0, Buffer.alloc(0), timeoutMs));
+  const errorCode = r.int16();
+  const apiKeys = r.array(() => ({ apiKey: r.int16(), minVersion: r.int16(), maxVersion: r.int16() }));
+  return { errorCode, apiKeys };
 }
 
 /** The brokers the broker at `address` lists in Metadata (v1, no topics). */

@@ -7,10 +7,10 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { apiVersions } from './broker-requests.mjs';
 import { freePort } from './free-port.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -124,70 +124,6 @@ function runJava(args, { timeoutMs, log }) {
   });
 }
 
-/**
- * Sends a hand-built ApiVersions v0 request (request header v1, empty body) and reads
- * the answer. ApiVersions v0 is the one request every Kafka broker answers before
- * anything else is negotiated, so a parsed answer means the listener is really serving.
- * Resolves { correlationId, errorCode, apiKeys: [{ apiKey, minVersion, maxVersion }] }.
- */
-export function probeApiVersions({ host = '127.0.0.1', port, timeoutMs = 3000 }) {
-  const correlationId = randomBytes(4).readInt32BE(0) & 0x7fffffff;
-  const clientId = Buffer.from('gregor-probe', 'utf8');
-  const body = Buffer.alloc(2 + 2 + 4 + 2 + clientId.length);
-  let o = 0;
-  o = body.writeInt16BE(18, o);
-  o = body.writeInt16BE(0, o);
-  o = body.writeInt32BE(correlationId, o);
-  o = body.writeInt16BE(clientId.length, o);
-  clientId.copy(body, o);
-  const frame = Buffer.alloc(4 + body.length);
-  frame.writeInt32BE(body.length, 0);
-  body.copy(frame, 4);
-
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ host, port });
-    let buf = Buffer.alloc(0);
-    let settled = false;
-    const finish = (err, value) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      if (err) reject(err);
-      else resolve(value);
-    };
-    const timer = setTimeout(() => finish(new Error('ApiVersions probe timed out')), timeoutMs);
-    socket.once('connect', () => socket.write(frame));
-    socket.on('error', (err) => finish(err));
-    socket.on('close', () => finish(new Error('connection closed before an ApiVersions answer')));
-    socket.on('data', (chunk) => {
-      buf = Buffer.concat([buf, chunk]);
-      if (buf.length < 4) return;
-      const size = buf.readInt32BE(0);
-      if (size < 6 || size > 1 << 20) return finish(new Error(`implausible response size ${size}`));
-      if (buf.length < 4 + size) return;
-      const r = buf.subarray(4, 4 + size);
-      const gotCorrelation = r.readInt32BE(0);
-      if (gotCorrelation !== correlationId) {
-        return finish(new Error(`correlation id ${gotCorrelation}, expected ${correlationId}`));
-      }
-      const errorCode = r.readInt16BE(4);
-      const apiKeys = [];
-      if (r.length >= 10) {
-        const n = r.readInt32BE(6);
-        for (let i = 0, p = 10; i < n && p + 6 <= r.length; i++, p += 6) {
-          apiKeys.push({
-            apiKey: r.readInt16BE(p),
-            minVersion: r.readInt16BE(p + 2),
-            maxVersion: r.readInt16BE(p + 4),
-          });
-        }
-      }
-      finish(null, { correlationId, errorCode, apiKeys });
-    });
-  });
-}
-
 // Unref'd: a wait that loses a race must not keep the process alive.
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms).unref());
 
@@ -290,7 +226,8 @@ export async function startReferenceKafka({ log, port, proxied, member, settings
         );
       }
       try {
-        const answer = await probeApiVersions({ host, port: plaintextPort, timeoutMs: 2000 });
+        // A parsed ApiVersions answer means the listener is really serving.
+        const answer = await apiVersions({ host, port: plaintextPort }, 2000);
         if (answer.errorCode === 0 && answer.apiKeys.length > 0) break;
         lastError = new Error(`ApiVersions error code ${answer.errorCode}`);
       } catch (err) {
