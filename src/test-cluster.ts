@@ -178,13 +178,13 @@ export class TestCluster {
     return this.dirs.get(nodeId)!;
   }
 
-  /** Stops every broker (a paused one is resumed first), then etcd, and removes the data directories. */
+  /** Stops every broker (a paused one, and a paused etcd, resumed first), then etcd, and removes the data directories. */
   async close(): Promise<void> {
+    if (this.etcdPaused) this.etcdPause(false);
     for (const id of this.paused) if (this.running.has(id)) process.kill(this.running.get(id)!.pid, 'SIGCONT');
     await Promise.all([...this.running.values(), ...this.strangers].map((g) => g.stop()));
     this.running.clear();
     for (const d of this.strangerDirs) rmSync(d, { recursive: true, force: true });
-    if (this.etcdPaused) this.etcdPause(false);
     await this.etcd.stop();
     for (const d of this.dirs.values()) rmSync(d, { recursive: true, force: true });
   }
