@@ -49,10 +49,13 @@ const POOL_SLABS_KEPT_IDLE = 2;
 const POOL_TRIM_INTERVAL_MS = 30_000;
 /** How long the shutdown steps after the drain may take when shutdown.timeout.ms has already run out. */
 const STOP_STEPS_GRACE_MS = 5_000;
+/** The least time each of those steps gets. */
+const STOP_STEP_MIN_MS = 1_000;
 
 export class Broker {
   private readonly connections = new Set<Connection>();
   private readonly fatalListeners: ((err: Error) => void)[] = [];
+  private failedWith: Error | null = null;
   private stopping: Promise<void> | null = null;
   /** Set once a stop no longer takes new connections (after the controlled shutdown). */
   private draining = false;
@@ -231,7 +234,13 @@ export class Broker {
     this.fatalListeners.push(listener);
   }
 
+  /** Whether the broker stopped, or is stopping, because it could not go on (see onFatal). */
+  get failed(): boolean {
+    return this.failedWith !== null;
+  }
+
   private fail(err: Error): void {
+    this.failedWith ??= err;
     this.log.error({ err: err.message }, 'this broker cannot go on; stopping');
     void this.stop()
       .catch((stopErr: unknown) => this.log.error({ err: stopErr }, 'shutdown failed'))
@@ -315,26 +324,29 @@ export class Broker {
       this.channel?.close();
       // No request runs any more: the logs close cleanly (synced, with their clean-shutdown marker).
       this.replicas.stop();
+      let logsClosed = false;
       try {
-        await this.stopStep('closing the partition logs', this.logs.close(), stepsDeadline);
+        logsClosed = await this.stopStep('closing the partition logs', this.logs.close(), stepsDeadline);
       } finally {
         await this.stopStep('closing the metadata store', this.store.close(), stepsDeadline);
-        this.unlock();
+        // Logs still closing keep the data directory locked until the process ends (the lock names its pid).
+        if (logsClosed) this.unlock();
       }
     })();
     return this.stopping;
   }
 
-  /** Waits for one shutdown step until `deadline`; a step still running then is logged and left behind. */
-  private async stopStep(step: string, work: Promise<unknown>, deadline: number): Promise<void> {
+  /** Waits for one shutdown step until `deadline`; a step still running then is logged and left behind (false). */
+  private async stopStep(step: string, work: Promise<unknown>, deadline: number): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((res) => {
-      timer = setTimeout(() => res('late'), Math.max(0, deadline - Date.now()));
+      // A step that comes after a late one still gets a moment of its own.
+      timer = setTimeout(() => res('late'), Math.max(deadline - Date.now(), STOP_STEP_MIN_MS));
     });
     try {
-      if ((await Promise.race([work, late])) === 'late') {
-        this.log.warn({ step }, 'shutdown step still running after shutdown.timeout.ms; stopping without it');
-      }
+      if ((await Promise.race([work, late])) !== 'late') return true;
+      this.log.warn({ step }, 'shutdown step still running after shutdown.timeout.ms; stopping without it');
+      return false;
     } finally {
       clearTimeout(timer);
     }

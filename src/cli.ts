@@ -230,7 +230,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       broker.stop().then(
         () => {
           log.info('stopped');
-          exit(0);
+          // A signal during a stop for a fatal error does not turn the failure into a clean exit.
+          exit(broker.failed ? 1 : 0);
         },
         (err: unknown) => {
           log.error({ err }, 'shutdown failed');

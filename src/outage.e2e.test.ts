@@ -241,6 +241,8 @@ describe.skipIf(!hasEtcd && !process.env.CI)('a cluster through etcd and broker 
     let early: WireConnection | undefined;
     try {
       starting = cluster.start(4);
+      // Judged below; a failed start must not go unhandled meanwhile.
+      starting.catch(() => undefined);
       early = await until('broker 4 listening', () => WireConnection.open('127.0.0.1', port, 1000), 10_000);
       const request = early.request<ApiVersionsResponse, ApiVersionsRequest>(api('ApiVersions'), 3, { clientSoftwareName: 'outage-test', clientSoftwareVersion: '1' });
       answer = Promise.race([request, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no ApiVersions answer within 20 s')), 20_000))]);
@@ -260,15 +262,37 @@ describe.skipIf(!hasEtcd && !process.env.CI)('a cluster through etcd and broker 
     expect(output).not.toMatch(/shutdown step still running/);
   }, 60_000);
 
+  it('exits 1 when its start fails, also with a client connected meanwhile', async () => {
+    // Another process under the node id of a live broker: refused at start, once etcd answers.
+    const taken = [...cluster.running.keys()][0]!;
+    const port = await cluster.port(90);
+    cluster.etcdPause(true);
+    let starting: Promise<unknown> | undefined;
+    let early: WireConnection | undefined;
+    try {
+      starting = cluster.startStranger(taken, port);
+      starting.catch(() => undefined);
+      early = await until('the stranger listening', () => WireConnection.open('127.0.0.1', port, 1000), 10_000);
+    } finally {
+      cluster.etcdPause(false);
+    }
+    try {
+      // The process ends: the test harness sees it exit before it was ever ready.
+      await expect(starting).rejects.toThrow(/exited with code 1 before it was ready[\s\S]*registered in etcd by another broker/);
+    } finally {
+      early?.close();
+    }
+  }, 30_000);
+
   it('stops on SIGTERM within its shutdown timeout while etcd takes connections and answers nothing', async () => {
-    const id = [...cluster.running.keys()][0]!;
+    await cluster.start(5);
     cluster.etcdPause(true);
     try {
-      const { ms, code, output } = await cluster.stop(id);
+      const { ms, code, output } = await cluster.stop(5);
       expect(code, output.slice(-2000)).toBe(0);
       // The controlled shutdown gives up at shutdown.timeout.ms; what follows does not wait for etcd
       // (the process may take 2 s more to end while the etcd client still retries).
-      expect(ms).toBeLessThan(SHUTDOWN_TIMEOUT_MS + 4000);
+      expect(ms).toBeLessThan(SHUTDOWN_TIMEOUT_MS + 4500);
     } finally {
       cluster.etcdPause(false);
     }

@@ -100,12 +100,14 @@ export class TestCluster {
   /**
    * Another broker process under node id `nodeId`, on a data directory of
    * its own, as a second machine given the same node.id by mistake would be;
-   * not counted among the running brokers, stopped by close().
+   * not counted among the running brokers, stopped by close(). `port`: the
+   * port it listens on (any free one when absent).
    */
-  async startStranger(nodeId: number): Promise<TestBroker> {
+  async startStranger(nodeId: number, port?: number): Promise<TestBroker> {
     const dir = mkdtempSync(join(tmpdir(), `gregor-stranger-${nodeId}-`));
     this.strangerDirs.push(dir);
     const args = ['--broker-id', String(nodeId), '--metadata', `etcd://${this.etcd.endpoint}`];
+    if (port !== undefined) args.push('--listen', `127.0.0.1:${port}`);
     for (const o of this.overrides) args.push('--override', o);
     const g = await startGregor({ dataDir: dir, args });
     this.strangers.push(g);

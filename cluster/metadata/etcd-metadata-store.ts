@@ -678,7 +678,7 @@ export class EtcdMetadataStore implements MetadataStore {
     const deadline = Date.now() + timeoutMs;
     this.leaving = true;
     // A registration again in flight ends first (it gives its lease back on seeing `leaving`).
-    if (this.registering) await within(this.registering.catch(() => undefined), deadline - Date.now());
+    const registered = this.registering ? await within(this.registering.catch(() => undefined), deadline - Date.now()) : undefined;
     const nodeId = this.self.nodeId;
     const leading = (image: MetadataImage): number => {
       let n = 0;
@@ -691,6 +691,7 @@ export class EtcdMetadataStore implements MetadataStore {
       }
       return false;
     };
+    if (registered === 'late') return { leading: leading(this.current), timedOut: true };
     const lease = this.lease;
     this.lease = null;
     const revoked = lease ? await within(lease.revoke().then(() => true, () => false), deadline - Date.now()) : false;
