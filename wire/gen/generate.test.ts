@@ -1,7 +1,8 @@
 import { readFileSync, existsSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { defaultProtocolDir, generateAll, kebab } from './generate.js';
+import { PROTOCOL_SOURCE_DIRS, defaultProtocolDir, generateAll, kebab } from './generate.js';
+import { errorCodeFacts, withoutProse } from './refresh-protocol.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const protocolDir = defaultProtocolDir(root);
@@ -20,6 +21,21 @@ describe('generated declarations', () => {
   it('carry no descriptive text from the source definitions', () => {
     const text = generateAll(protocolDir).get('wire/messages/metadata-response.ts')!;
     expect(text).not.toMatch(/about|The broker ID/);
+  });
+
+  it('read facts kept in the repository, which hold no descriptive text', () => {
+    expect(protocolDir.startsWith(root)).toBe(true);
+    for (const dir of PROTOCOL_SOURCE_DIRS) {
+      const files = readdirSync(join(protocolDir, dir));
+      expect(files.length, dir).toBeGreaterThan(0);
+      for (const f of files) expect(readFileSync(join(protocolDir, dir, f), 'utf8'), `${dir}/${f}`).not.toMatch(/"about"|^\s*\/\//m);
+    }
+  });
+
+  it('are refreshed from Kafka\'s definitions without their prose', () => {
+    const source = { name: 'XRequest', fields: [{ name: 'A', type: 'int32', versions: '0+', about: 'text', fields: [{ name: 'B', type: 'string', about: 'more' }] }] };
+    expect(withoutProse(source)).toEqual({ name: 'XRequest', fields: [{ name: 'A', type: 'int32', versions: '0+', fields: [{ name: 'B', type: 'string' }] }] });
+    expect(errorCodeFacts('code\tname\tmessage\tretriable\n0\tNONE\tfine\tno\n7\tREQUEST_TIMED_OUT\tslow\tyes\n')).toBe('code\tname\tretriable\n0\tNONE\tno\n7\tREQUEST_TIMED_OUT\tyes\n');
   });
 
   it('name modules in kebab case', () => {

@@ -1,7 +1,8 @@
 /**
  * Produces wire/messages/*.ts and wire/errors.ts from Kafka's protocol facts in
- * ../shared/kafka-protocol. Only facts are carried over (names, types, version
- * ranges, nullability, tags, defaults); descriptive text is dropped.
+ * wire/gen/protocol (copied from ../shared/kafka-protocol by
+ * wire/gen/refresh-protocol.ts). Only facts are carried over (names, types,
+ * version ranges, nullability, tags, defaults).
  *
  * Run: npm run generate. A test regenerates in memory and compares with the
  * committed files, so the two cannot drift.
@@ -206,13 +207,14 @@ export function generateErrors(tsv: string): string {
   ].join('\n');
 }
 
-const SOURCE_DIRS = ['messages', 'group-coordinator', 'transaction-coordinator'];
+/** The folders of protocol facts, each of message definitions. */
+export const PROTOCOL_SOURCE_DIRS = ['messages', 'group-coordinator', 'transaction-coordinator'];
 
 /** Every generated file, keyed by its path relative to the repository root. */
 export function generateAll(protocolDir: string): Map<string, string> {
   const out = new Map<string, string>();
   const index: { file: string; name: string; apiKey?: number; kind: string }[] = [];
-  for (const dir of SOURCE_DIRS) {
+  for (const dir of PROTOCOL_SOURCE_DIRS) {
     const full = join(protocolDir, dir);
     for (const file of readdirSync(full).filter((f) => f.endsWith('.json')).sort()) {
       const json = parseKafkaJson(readFileSync(join(full, file), 'utf8'));
@@ -261,7 +263,7 @@ export function generateAll(protocolDir: string): Map<string, string> {
 }
 
 export function defaultProtocolDir(root: string): string {
-  return join(root, '..', 'shared', 'kafka-protocol');
+  return join(root, 'wire', 'gen', 'protocol');
 }
 
 function main(): void {
