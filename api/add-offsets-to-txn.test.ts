@@ -13,7 +13,7 @@ describe('AddOffsetsToTxn', () => {
   it("adds the group's partition of __consumer_offsets to the transaction at every version", async () => {
     const s = await txnServices();
     open.push(s);
-    const { producerId } = await callAt(initProducerId, 4, { transactionalId: 'tx', transactionTimeoutMs: 60_000, producerId: -1n, producerEpoch: -1 }, s);
+    const { producerId } = await callAt(initProducerId, 4, { transactionalId: 'tx', transactionTimeoutMs: 60_000, producerId: -1n, producerEpoch: -1, enable2Pc: false, keepPreparedTxn: false }, s);
     for (let v = 0; v <= 4; v++) {
       expect(await callAt(addOffsetsToTxn, v, { transactionalId: 'tx', producerId, producerEpoch: 0, groupId: 'my-group' }, s)).toEqual({ throttleTimeMs: 0, errorCode: 0 });
     }
@@ -24,7 +24,7 @@ describe('AddOffsetsToTxn', () => {
   it('answers a stale epoch INVALID_PRODUCER_EPOCH before v2 and PRODUCER_FENCED from v2', async () => {
     const s = await txnServices();
     open.push(s);
-    const init = () => callAt(initProducerId, 4, { transactionalId: 'tx', transactionTimeoutMs: 60_000, producerId: -1n, producerEpoch: -1 }, s);
+    const init = () => callAt(initProducerId, 4, { transactionalId: 'tx', transactionTimeoutMs: 60_000, producerId: -1n, producerEpoch: -1, enable2Pc: false, keepPreparedTxn: false }, s);
     const { producerId } = await init();
     await init();
     const req = { transactionalId: 'tx', producerId, producerEpoch: 0, groupId: 'g' };

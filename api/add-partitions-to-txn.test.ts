@@ -11,7 +11,7 @@ afterEach(async () => {
 });
 
 async function producer(s: TxnServices, transactionalId = 'tx'): Promise<{ producerId: bigint; producerEpoch: number }> {
-  const res = await callAt(initProducerId, 4, { transactionalId, transactionTimeoutMs: 60_000, producerId: -1n, producerEpoch: -1 }, s);
+  const res = await callAt(initProducerId, 4, { transactionalId, transactionTimeoutMs: 60_000, producerId: -1n, producerEpoch: -1, enable2Pc: false, keepPreparedTxn: false }, s);
   return { producerId: res.producerId, producerEpoch: res.producerEpoch };
 }
 

@@ -4,8 +4,10 @@
  * versions get as INVALID_PRODUCER_EPOCH; v3 is flexible; v4 is the form
  * brokers send (KIP-890): several transactions in one request, each
  * answered on its own, and verify_only, which asks whether the partitions
- * are in the transaction without adding them; v5 marks a client of
- * transaction version 2, served here as version 1.
+ * are in the transaction without adding them. A v4+ addition (not
+ * verify_only) comes from a partition leader on behalf of a transactions v2
+ * producer (KIP-890), whose transaction is then marked as such; v5 is v4
+ * again.
  *
  * A transaction naming a partition that does not exist adds nothing: those
  * partitions answer UNKNOWN_TOPIC_OR_PARTITION and the others
@@ -23,6 +25,7 @@ import {
   type AddPartitionsToTxnTopicResult,
 } from '../wire/messages/add-partitions-to-txn-response.js';
 import { hasPartition } from '../cluster/metadata/metadata-image.js';
+import { TRANSACTION_V2 } from '../cluster/txn/txn-state.js';
 import { defineHandler, type RequestContext } from './handler.js';
 
 const PRODUCER_FENCED_VERSION = 2;
@@ -108,7 +111,8 @@ function resultFor(t: AddPartitionsToTxnTransaction, ctx: RequestContext): AddPa
     const verified = new Map(coordinator.verifyPartitions(t.transactionalId, t.producerId, t.producerEpoch, list).map((r) => [`${r.topic}\u0000${r.partition}`, r.errorCode]));
     return result(t.transactionalId, partitions, (topic, p) => verified.get(`${topic}\u0000${p}`) ?? ErrorCode.UNKNOWN_SERVER_ERROR);
   }
-  let code = coordinator.addPartitions(t.transactionalId, t.producerId, t.producerEpoch, list);
+  const clientTransactionVersion = ctx.apiVersion >= BATCHED_VERSION ? TRANSACTION_V2 : 0;
+  let code = coordinator.addPartitions(t.transactionalId, t.producerId, t.producerEpoch, list, clientTransactionVersion);
   if (ctx.apiVersion < PRODUCER_FENCED_VERSION && code === ErrorCode.PRODUCER_FENCED) code = ErrorCode.INVALID_PRODUCER_EPOCH;
   return result(t.transactionalId, partitions, () => code);
 }

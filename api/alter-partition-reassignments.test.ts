@@ -27,6 +27,7 @@ describe('AlterPartitionReassignments on a broker of its own', () => {
       0,
       {
         timeoutMs: 1000,
+        allowReplicationFactorChange: true,
         topics: [
           {
             name: 't',
@@ -54,7 +55,7 @@ describe('AlterPartitionReassignments on a broker of its own', () => {
 
   it('refuses the whole request with REQUEST_TIMED_OUT for a timeout of 0 or less', async () => {
     const s = await services();
-    const r = await callAt(alterPartitionReassignments, 0, { timeoutMs: 0, topics: [{ name: 't', partitions: [{ partitionIndex: 0, replicas: [1] }] }] }, s);
+    const r = await callAt(alterPartitionReassignments, 0, { timeoutMs: 0, allowReplicationFactorChange: true, topics: [{ name: 't', partitions: [{ partitionIndex: 0, replicas: [1] }] }] }, s);
     expect(r.errorCode).toBe(ErrorCode.REQUEST_TIMED_OUT);
     expect(codes(r)).toEqual([['t', 0, ErrorCode.REQUEST_TIMED_OUT]]);
   });

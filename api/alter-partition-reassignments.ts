@@ -1,5 +1,8 @@
 /**
- * AlterPartitionReassignments (key 45), version 0 (KIP-455).
+ * AlterPartitionReassignments (key 45), versions 0-1 (KIP-455).
+ * v1 adds allow_replication_factor_change (KIP-1083; true unless asked): when
+ * false, a target with another number of replicas than the partition has is
+ * INVALID_REPLICATION_FACTOR, and the answer echoes the flag.
  *
  * Each partition starts moving to its target replicas, or (replicas null)
  * its reassignment in progress is cancelled. The new replicas fetch from the
@@ -26,13 +29,28 @@ export const alterPartitionReassignments = defineHandler<AlterPartitionReassignm
   request: AlterPartitionReassignmentsRequest,
   response: AlterPartitionReassignmentsResponse,
   minVersion: 0,
-  maxVersion: 0,
+  maxVersion: 1,
   async handle(req, ctx) {
     if (req.timeoutMs <= 0) return errorBody(req, ErrorCode.REQUEST_TIMED_OUT);
     const store = ctx.services.metadata;
-    const changes = req.topics.flatMap((t) => t.partitions.map((p) => ({ topic: t.name, partition: p.partitionIndex, replicas: p.replicas })));
-    const results = store.alterPartitionReassignments ? await store.alterPartitionReassignments(changes) : alone(store.image(), ctx.services.settings.nodeId, changes);
-    return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, errorMessage: null, responses: group(results) };
+    const all = req.topics.flatMap((t) => t.partitions.map((p) => ({ topic: t.name, partition: p.partitionIndex, replicas: p.replicas })));
+    const image = store.image();
+    const refused: PartitionChangeResult[] = [];
+    const changes = all.filter((c) => {
+      const current = image.topics.get(c.topic)?.partitions[c.partition]?.replicas.length;
+      if (req.allowReplicationFactorChange || c.replicas === null || current === undefined || c.replicas.length === current) return true;
+      refused.push({
+        topic: c.topic,
+        partition: c.partition,
+        errorCode: ErrorCode.INVALID_REPLICATION_FACTOR,
+        message: `The replication factor would change from ${current} to ${c.replicas.length}, which this request does not allow (allowReplicationFactorChange is false).`,
+      });
+      return false;
+    });
+    const done = changes.length === 0 ? [] : store.alterPartitionReassignments ? await store.alterPartitionReassignments(changes) : alone(image, ctx.services.settings.nodeId, changes);
+    const order = new Map(all.map((c, i) => [`${c.topic}\u0000${c.partition}`, i]));
+    const results = [...done, ...refused].sort((a, b) => order.get(`${a.topic}\u0000${a.partition}`)! - order.get(`${b.topic}\u0000${b.partition}`)!);
+    return { throttleTimeMs: 0, allowReplicationFactorChange: req.allowReplicationFactorChange, errorCode: ErrorCode.NONE, errorMessage: null, responses: group(results) };
   },
   errorResponse: (req, errorCode) => errorBody(req, errorCode),
 });
@@ -40,6 +58,7 @@ export const alterPartitionReassignments = defineHandler<AlterPartitionReassignm
 function errorBody(req: AlterPartitionReassignmentsRequest, errorCode: number): AlterPartitionReassignmentsResponse {
   return {
     throttleTimeMs: 0,
+    allowReplicationFactorChange: req.allowReplicationFactorChange,
     errorCode,
     errorMessage: null,
     responses: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode, errorMessage: null })) })),

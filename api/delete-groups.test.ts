@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
+import { ZERO_UUID } from '../wire/uuid.js';
 import { deleteGroups } from './delete-groups.js';
 import { leaveGroup } from './leave-group.js';
 import { offsetCommit } from './offset-commit.js';
@@ -26,19 +27,19 @@ describe('DeleteGroups', () => {
         memberId: join.memberId,
         groupInstanceId: null,
         retentionTimeMs: -1n,
-        topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 9n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] }],
+        topics: [{ name: 't', topicId: ZERO_UUID, partitions: [{ partitionIndex: 0, committedOffset: 9n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] }],
       },
       s,
     );
     for (const v of [0, 1, 2]) {
       const r = await callAt(deleteGroups, v, { groupsNames: ['g', 'nope'] }, s);
       expect(r.results).toEqual([
-        { groupId: 'g', errorCode: ErrorCode.NON_EMPTY_GROUP },
-        { groupId: 'nope', errorCode: ErrorCode.GROUP_ID_NOT_FOUND },
+        { groupId: 'g', errorCode: ErrorCode.NON_EMPTY_GROUP, errorMessage: null },
+        { groupId: 'nope', errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: null },
       ]);
     }
     await callAt(leaveGroup, 1, { groupId: 'g', memberId: join.memberId, members: [] }, s);
-    expect((await callAt(deleteGroups, 2, { groupsNames: ['g'] }, s)).results).toEqual([{ groupId: 'g', errorCode: 0 }]);
+    expect((await callAt(deleteGroups, 2, { groupsNames: ['g'] }, s)).results).toEqual([{ groupId: 'g', errorCode: 0, errorMessage: null }]);
     expect(s.groups.groupState('g')).toBeUndefined();
     const fetched = await callAt(offsetFetch, 2, { groupId: 'g', topics: null, groups: [], requireStable: false }, s);
     expect(fetched.topics).toEqual([]);

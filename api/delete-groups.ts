@@ -1,6 +1,7 @@
 /**
- * DeleteGroups (key 42), versions 0-2.
- * v1 changes nothing on the wire; v2 is flexible.
+ * DeleteGroups (key 42), versions 0-3.
+ * v1 changes nothing on the wire; v2 is flexible; v3 adds an error message
+ * per group, which Kafka leaves null for these errors and so does gregor.
  *
  * Only an empty group is deleted (else NON_EMPTY_GROUP), with its committed
  * offsets; one this broker does not know is GROUP_ID_NOT_FOUND.
@@ -16,7 +17,7 @@ export const deleteGroups = defineHandler<DeleteGroupsRequest, DeleteGroupsRespo
   request: DeleteGroupsRequest,
   response: DeleteGroupsResponse,
   minVersion: 0,
-  maxVersion: 2,
+  maxVersion: 3,
   async handle(req, ctx) {
     const seen = new Set<string>();
     const results = [];
@@ -27,7 +28,7 @@ export const deleteGroups = defineHandler<DeleteGroupsRequest, DeleteGroupsRespo
     }
     // A deletion is answered once its tombstones are on every in-sync replica of the group's partition.
     const durable = await Promise.all(results.map((r) => (r.errorCode === ErrorCode.NONE ? ctx.services.groups.replicated(r.groupId) : r.errorCode)));
-    return { throttleTimeMs: 0, results: results.map((r, i) => ({ groupId: r.groupId, errorCode: durable[i]! })) };
+    return { throttleTimeMs: 0, results: results.map((r, i) => ({ groupId: r.groupId, errorCode: durable[i]!, errorMessage: null })) };
   },
-  errorResponse: (req, errorCode) => ({ throttleTimeMs: 0, results: req.groupsNames.map((groupId) => ({ groupId, errorCode })) }),
+  errorResponse: (req, errorCode) => ({ throttleTimeMs: 0, results: req.groupsNames.map((groupId) => ({ groupId, errorCode, errorMessage: null })) }),
 });

@@ -17,7 +17,7 @@ function services(): TestServices {
 }
 
 async function ask(s: TestServices, version: number, endpointType = 1, includeClusterAuthorizedOperations = false, listener?: string) {
-  return (await describeCluster.handle({ includeClusterAuthorizedOperations, endpointType }, ctxFor(s, version, listener))) as DescribeClusterResponse;
+  return (await describeCluster.handle({ includeClusterAuthorizedOperations, endpointType, includeFencedBrokers: false }, ctxFor(s, version, listener))) as DescribeClusterResponse;
 }
 
 describe('DescribeCluster', () => {
@@ -30,10 +30,10 @@ describe('DescribeCluster', () => {
       endpointType: 1,
       clusterId: 'test-cluster-id-00000',
       controllerId: 1,
-      brokers: [{ brokerId: 1, host: '127.0.0.1', port: 9092, rack: null }],
+      brokers: [{ brokerId: 1, host: '127.0.0.1', port: 9092, rack: null, isFenced: false }],
       clusterAuthorizedOperations: -2147483648,
     });
-    expect((await ask(s, 0, 1, false, 'INTERNAL')).brokers).toEqual([{ brokerId: 1, host: 'broker-1.internal', port: 19092, rack: null }]);
+    expect((await ask(s, 0, 1, false, 'INTERNAL')).brokers).toEqual([{ brokerId: 1, host: 'broker-1.internal', port: 19092, rack: null, isFenced: false }]);
   });
 
   it('answers the authorized operations Kafka 4.0 answers without an authorizer, when asked', async () => {

@@ -1,9 +1,11 @@
 /**
- * DescribeCluster (key 60), versions 0-1, flexible in both.
+ * DescribeCluster (key 60), versions 0-2, flexible in all.
  * v1 adds endpoint_type: clients ask brokers for type 1 (BROKER). A broker
  * asked for controllers (2) answers MISMATCHED_ENDPOINT_TYPE, and for any
  * other type UNSUPPORTED_ENDPOINT_TYPE, with Kafka 4.0's messages, an empty
- * cluster id and controller id -1.
+ * cluster id and controller id -1. v2 adds include_fenced_brokers and each
+ * broker's is_fenced: a gregor broker is listed while it is registered and
+ * alive, so none is fenced.
  *
  * The brokers are those reachable on the listener the client came in on,
  * with that listener's advertised address, as in Metadata. Without an
@@ -30,7 +32,7 @@ export const describeCluster = defineHandler<DescribeClusterRequest, DescribeClu
   request: DescribeClusterRequest,
   response: DescribeClusterResponse,
   minVersion: 0,
-  maxVersion: 1,
+  maxVersion: 2,
   handle(req, ctx) {
     // v0 has no endpoint_type; the decoder leaves its default, BROKER.
     if (req.endpointType === ENDPOINT_TYPE_CONTROLLER) {
@@ -43,7 +45,7 @@ export const describeCluster = defineHandler<DescribeClusterRequest, DescribeClu
     const brokers: DescribeClusterBroker[] = [];
     for (const b of image.brokers.values()) {
       const ep = endpointFor(b, ctx.listener);
-      if (ep) brokers.push({ brokerId: b.nodeId, host: ep.host, port: ep.port, rack: b.rack });
+      if (ep) brokers.push({ brokerId: b.nodeId, host: ep.host, port: ep.port, rack: b.rack, isFenced: false });
     }
     return {
       throttleTimeMs: 0,

@@ -19,6 +19,7 @@ describe('DescribeGroups', () => {
       const r = await callAt(describeGroups, v, { groups: ['g', 'unknown'], includeAuthorizedOperations: true }, s);
       expect(r.groups[0]).toEqual({
         errorCode: 0,
+        errorMessage: null,
         groupId: 'g',
         groupState: 'Stable',
         protocolType: 'consumer',
@@ -44,6 +45,6 @@ describe('DescribeGroups', () => {
     const s = testServices();
     open.push(s);
     const r = await callAt(describeGroups, 5, { groups: ['g'], includeAuthorizedOperations: false }, s);
-    expect(r.groups).toEqual([{ errorCode: ErrorCode.NOT_COORDINATOR, groupId: 'g', groupState: '', protocolType: '', protocolData: '', members: [], authorizedOperations: -2147483648 }]);
+    expect(r.groups).toEqual([{ errorCode: ErrorCode.NOT_COORDINATOR, errorMessage: null, groupId: 'g', groupState: '', protocolType: '', protocolData: '', members: [], authorizedOperations: -2147483648 }]);
   });
 });

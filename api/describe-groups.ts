@@ -1,8 +1,10 @@
 /**
- * DescribeGroups (key 15), versions 0-5.
+ * DescribeGroups (key 15), versions 0-6.
  * v1 adds the throttle time; v3 include_authorized_operations and each
  * group's authorized operations; v4 each member's group_instance_id; v5 is
- * flexible.
+ * flexible; v6 answers a group this broker does not know GROUP_ID_NOT_FOUND
+ * with a message (still in the "Dead" state), where older versions answer
+ * no error.
  *
  * A stable group is described with its protocol and each member's metadata
  * for it; a group in any other state without them (assignments always). A
@@ -11,7 +13,10 @@
  */
 import { DescribeGroupsRequest } from '../wire/messages/describe-groups-request.js';
 import { DescribeGroupsResponse, type DescribedGroup } from '../wire/messages/describe-groups-response.js';
+import { ErrorCode } from '../wire/errors.js';
 import { defineHandler } from './handler.js';
+
+const NOT_FOUND_VERSION = 6;
 
 /** Bits of READ (3), DELETE (6) and DESCRIBE (8): what Kafka reports for a group without an authorizer. */
 export const GROUP_OPERATIONS = [3, 6, 8].reduce((m, op) => m | (1 << op), 0);
@@ -23,14 +28,20 @@ export const describeGroups = defineHandler<DescribeGroupsRequest, DescribeGroup
   request: DescribeGroupsRequest,
   response: DescribeGroupsResponse,
   minVersion: 0,
-  maxVersion: 5,
+  maxVersion: 6,
   handle(req, ctx) {
     const operations = ctx.apiVersion >= 3 && req.includeAuthorizedOperations ? GROUP_OPERATIONS : OPERATIONS_NOT_REQUESTED;
-    const groups: DescribedGroup[] = req.groups.map((id) => ({ ...ctx.services.groups.describeGroup(id), authorizedOperations: operations }));
+    const groups: DescribedGroup[] = req.groups.map((id) => {
+      const described = ctx.services.groups.describeGroup(id);
+      const unknown = ctx.apiVersion >= NOT_FOUND_VERSION && described.errorCode === ErrorCode.NONE && described.groupState === 'Dead';
+      return unknown
+        ? { ...described, errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: `Group ${id} not found.`, authorizedOperations: operations }
+        : { ...described, errorMessage: null, authorizedOperations: operations };
+    });
     return { throttleTimeMs: 0, groups };
   },
   errorResponse: (req, errorCode) => ({
     throttleTimeMs: 0,
-    groups: req.groups.map((groupId) => ({ errorCode, groupId, groupState: '', protocolType: '', protocolData: '', members: [], authorizedOperations: OPERATIONS_NOT_REQUESTED })),
+    groups: req.groups.map((groupId) => ({ errorCode, errorMessage: null, groupId, groupState: '', protocolType: '', protocolData: '', members: [], authorizedOperations: OPERATIONS_NOT_REQUESTED })),
   }),
 });

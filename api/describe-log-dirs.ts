@@ -1,8 +1,9 @@
 /**
- * DescribeLogDirs (key 35), versions 0-4.
+ * DescribeLogDirs (key 35), versions 0-5.
  * v1 changes nothing on the wire; v2 is flexible; v3 adds a top-level
  * error_code; v4 adds each directory's total_bytes and usable_bytes (of the
- * file system holding it).
+ * file system holding it); v5 adds is_cordoned (KIP-1066), false here: a
+ * directory is never cordoned.
  *
  * The broker has one log directory. Each of its partition logs is reported
  * with its size on disk, offset_lag 0 (it is the leader's own log) and
@@ -22,7 +23,7 @@ export const describeLogDirs = defineHandler<DescribeLogDirsRequest, DescribeLog
   request: DescribeLogDirsRequest,
   response: DescribeLogDirsResponse,
   minVersion: 0,
-  maxVersion: 4,
+  maxVersion: 5,
   handle(req, ctx) {
     const dir = ctx.services.replicas.describeLogDir();
     const asked = req.topics === null ? null : new Map(req.topics.map((t) => [t.topic, new Set(t.partitions)]));
@@ -44,6 +45,7 @@ export const describeLogDirs = defineHandler<DescribeLogDirsRequest, DescribeLog
           topics: [...byTopic.values()],
           totalBytes: dir.totalBytes,
           usableBytes: dir.usableBytes,
+          isCordoned: false,
         },
       ],
     };

@@ -14,7 +14,7 @@ describe('DescribeTransactions', () => {
   it('describes each id: its state by Kafka name, producer, timeout, start and partitions', async () => {
     const s = await txnServices();
     open.push(s);
-    const { producerId } = await callAt(initProducerId, 4, { transactionalId: 'tx', transactionTimeoutMs: 45_000, producerId: -1n, producerEpoch: -1 }, s);
+    const { producerId } = await callAt(initProducerId, 4, { transactionalId: 'tx', transactionTimeoutMs: 45_000, producerId: -1n, producerEpoch: -1, enable2Pc: false, keepPreparedTxn: false }, s);
     await callAt(addPartitionsToTxn, 3, { transactions: [], v3AndBelowTransactionalId: 'tx', v3AndBelowProducerId: producerId, v3AndBelowProducerEpoch: 0, v3AndBelowTopics: [{ name: 't', partitions: [2, 0] }] }, s);
     const res = await callAt(describeTransactions, 0, { transactionalIds: ['tx', 'nobody', ''] }, s);
     expect(res.transactionStates).toEqual([

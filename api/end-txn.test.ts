@@ -12,7 +12,7 @@ afterEach(async () => {
 });
 
 async function ongoing(s: TxnServices): Promise<bigint> {
-  const { producerId } = await callAt(initProducerId, 4, { transactionalId: 'tx', transactionTimeoutMs: 60_000, producerId: -1n, producerEpoch: -1 }, s);
+  const { producerId } = await callAt(initProducerId, 4, { transactionalId: 'tx', transactionTimeoutMs: 60_000, producerId: -1n, producerEpoch: -1, enable2Pc: false, keepPreparedTxn: false }, s);
   await callAt(addPartitionsToTxn, 3, { transactions: [], v3AndBelowTransactionalId: 'tx', v3AndBelowProducerId: producerId, v3AndBelowProducerEpoch: 0, v3AndBelowTopics: [{ name: 't', partitions: [0] }] }, s);
   return producerId;
 }

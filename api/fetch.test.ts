@@ -66,6 +66,7 @@ function request(topics: { topic?: string; topicId?: string; partitions: Part[] 
         logStartOffset: -1n,
         partitionMaxBytes: p.partitionMaxBytes ?? 1 << 20,
         replicaDirectoryId: ZERO_UUID,
+        highWatermark: 9223372036854775807n,
       })),
     })),
     forgottenTopicsData: [],

@@ -1,5 +1,5 @@
 /**
- * Fetch (key 1), versions 0-17, as Kafka 4.0 serves consumers (and, for
+ * Fetch (key 1), versions 0-18, as Kafka 4.4 serves consumers (and, for
  * reading, followers).
  * v0-v1 get magic 0 message sets and v2-v3 magic 1 ones, down-converted from
  * the stored batches; before v3 the byte limits are hard (no KIP-74 first
@@ -11,7 +11,8 @@
  * and the tagged diverging_epoch / current_leader / snapshot_id; v13 names
  * topics by id; v15 moves replica_id into the tagged replica_state; v16 adds
  * node_endpoints for partitions that answer NOT_LEADER_OR_FOLLOWER or
- * FENCED_LEADER_EPOCH; v17 the follower's directory id (ignored).
+ * FENCED_LEADER_EPOCH; v17 the follower's directory id (ignored); v18 the
+ * tagged high_watermark a KRaft voter reports (KIP-1166; ignored).
  *
  * The long poll: when the first read finds fewer than min_bytes and nothing
  * went wrong, the request parks in the replica manager and is re-checked on
@@ -124,7 +125,7 @@ export const fetch = defineHandler<FetchRequest, FetchResponse>({
   request: FetchRequest,
   response: FetchResponse,
   minVersion: 0,
-  maxVersion: 17,
+  maxVersion: 18,
   async handle(req, ctx) {
     const v = ctx.apiVersion;
     const { services } = ctx;

@@ -19,6 +19,8 @@ const request = (transactionalId: string | null, over: { timeoutMs?: number; pro
   transactionTimeoutMs: over.timeoutMs ?? 60_000,
   producerId: over.producerId ?? -1n,
   producerEpoch: over.producerEpoch ?? -1,
+  enable2Pc: false,
+  keepPreparedTxn: false,
 });
 
 describe('InitProducerId', () => {
@@ -38,13 +40,13 @@ describe('InitProducerId', () => {
     const first = await callAt(initProducerId, 1, request('tx'), s);
     expect(first).toMatchObject({ errorCode: 0, producerEpoch: 0 });
     const second = await callAt(initProducerId, 4, request('tx'), s);
-    expect(second).toEqual({ throttleTimeMs: 0, errorCode: 0, producerId: first.producerId, producerEpoch: 1 });
+    expect(second).toEqual({ throttleTimeMs: 0, errorCode: 0, producerId: first.producerId, producerEpoch: 1, ongoingTxnProducerId: -1n, ongoingTxnProducerEpoch: -1 });
     expect(s.transactions.describeTransaction('tx')).toMatchObject({ transactionState: 'Empty', producerEpoch: 1 });
   });
 
   it('refuses a timeout above transaction.max.timeout.ms and a producer id without an epoch', async () => {
     const s = await services();
-    expect(await callAt(initProducerId, 2, request('tx', { timeoutMs: 900_001 }), s)).toEqual({ throttleTimeMs: 0, errorCode: ErrorCode.INVALID_TRANSACTION_TIMEOUT, producerId: -1n, producerEpoch: -1 });
+    expect(await callAt(initProducerId, 2, request('tx', { timeoutMs: 900_001 }), s)).toEqual({ throttleTimeMs: 0, errorCode: ErrorCode.INVALID_TRANSACTION_TIMEOUT, producerId: -1n, producerEpoch: -1, ongoingTxnProducerId: -1n, ongoingTxnProducerEpoch: -1 });
     expect((await callAt(initProducerId, 3, request('tx', { producerId: 5n }), s)).errorCode).toBe(ErrorCode.INVALID_REQUEST);
     expect((await callAt(initProducerId, 3, request('', {}), s)).errorCode).toBe(ErrorCode.INVALID_REQUEST);
   });

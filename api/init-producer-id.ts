@@ -41,11 +41,11 @@ export const initProducerId = defineHandler<InitProducerIdRequest, InitProducerI
       const durable = await ctx.services.transactions.replicated(req.transactionalId);
       if (durable !== ErrorCode.NONE) return answer(durable);
     }
-    return { throttleTimeMs: 0, errorCode, producerId: r.producerId, producerEpoch: r.producerEpoch };
+    return { throttleTimeMs: 0, errorCode, producerId: r.producerId, producerEpoch: r.producerEpoch, ongoingTxnProducerId: -1n, ongoingTxnProducerEpoch: -1 };
   },
   errorResponse: (_req, errorCode) => answer(errorCode),
 });
 
 function answer(errorCode: number): InitProducerIdResponse {
-  return { throttleTimeMs: 0, errorCode, producerId: -1n, producerEpoch: -1 };
+  return { throttleTimeMs: 0, errorCode, producerId: -1n, producerEpoch: -1, ongoingTxnProducerId: -1n, ongoingTxnProducerEpoch: -1 };
 }

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { ZERO_UUID } from '../wire/uuid.js';
 import { listGroups } from './list-groups.js';
 import { offsetCommit } from './offset-commit.js';
 import { groupServices, joinAlone, type GroupServices } from './group-test-support.js';
@@ -23,7 +24,7 @@ describe('ListGroups', () => {
         memberId: '',
         groupInstanceId: null,
         retentionTimeMs: -1n,
-        topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] }],
+        topics: [{ name: 't', topicId: ZERO_UUID, partitions: [{ partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] }],
       },
       s,
     );

@@ -131,8 +131,8 @@ describe('ListOffsets worked examples (answers checked against Kafka 4.0.2)', ()
 });
 
 describe('ListOffsets versions', () => {
-  it('serves v1-v10, as Kafka 4.0 advertises', () => {
-    expect([listOffsets.minVersion, listOffsets.maxVersion]).toEqual([1, 10]);
+  it('serves v1-v11, as Kafka 4.4 advertises', () => {
+    expect([listOffsets.minVersion, listOffsets.maxVersion]).toEqual([1, 11]);
   });
 
   it.each([
@@ -145,7 +145,9 @@ describe('ListOffsets versions', () => {
     [-5n, 8, true],
     [-5n, 9, false],
     [-6n, 10, true],
+    [-6n, 11, false],
     [-7n, 10, true],
+    [-7n, 11, true],
     [0n, 1, false],
   ])('target %i at v%i unsupported: %s', (target, version, unsupported) => {
     expect(targetUnsupported(target, version)).toBe(unsupported);

@@ -1,5 +1,5 @@
 /**
- * ListOffsets (key 2), versions 1-10, the range Kafka 4.0 advertises: KIP-896
+ * ListOffsets (key 2), versions 1-11, the range Kafka 4.4 advertises: KIP-896
  * removed v0 (max_num_offsets, old_style_offsets), so a v0 request closes the
  * connection, as it does on Kafka 4.0.
  * v2 adds isolation_level (read_committed answers LATEST with the last stable
@@ -7,7 +7,8 @@
  * OFFSET_NOT_AVAILABLE, which older versions get as LEADER_NOT_AVAILABLE; v6 is
  * flexible; v7 MAX_TIMESTAMP (-3); v8 EARLIEST_LOCAL (-4); v9 LATEST_TIERED
  * (-5); v10 timeout_ms, which bounds only lookups in tiered storage and is
- * ignored here.
+ * ignored here; v11 EARLIEST_PENDING_UPLOAD (-6, KIP-1023: nothing is tiered
+ * here, so offset -1 as Kafka answers without tiered storage).
  *
  * A negative target that is none of those, or one the request's version does
  * not know yet, is UNSUPPORTED_VERSION for its partition. A partition named
@@ -36,6 +37,7 @@ const MIN_VERSION_OF_TARGET = new Map<bigint, number>([
   [SpecialTimestamp.MAX_TIMESTAMP, 7],
   [SpecialTimestamp.EARLIEST_LOCAL, 8],
   [SpecialTimestamp.LATEST_TIERED, 9],
+  [SpecialTimestamp.EARLIEST_PENDING_UPLOAD, 11],
 ]);
 
 /** Kafka's ReplicaManager.isListOffsetsTimestampUnsupported. Example: (-3n, 6) -> true; (-3n, 7) -> false; (-7n, 10) -> true. */
@@ -70,7 +72,7 @@ export const listOffsets = defineHandler<ListOffsetsRequest, ListOffsetsResponse
   request: ListOffsetsRequest,
   response: ListOffsetsResponse,
   minVersion: 1,
-  maxVersion: 10,
+  maxVersion: 11,
   handle(req, ctx) {
     const v = ctx.apiVersion;
     // Kafka fails the whole request on an isolation level it does not know.

@@ -13,13 +13,13 @@ describe('ListTransactions', () => {
   it('lists the ids coordinated here, by state, producer id and (v1) duration', async () => {
     const s = await txnServices();
     open.push(s);
-    const init = (transactionalId: string) => callAt(initProducerId, 4, { transactionalId, transactionTimeoutMs: 60_000, producerId: -1n, producerEpoch: -1 }, s);
+    const init = (transactionalId: string) => callAt(initProducerId, 4, { transactionalId, transactionTimeoutMs: 60_000, producerId: -1n, producerEpoch: -1, enable2Pc: false, keepPreparedTxn: false }, s);
     const a = await init('a');
     const b = await init('b');
     await callAt(addPartitionsToTxn, 3, { transactions: [], v3AndBelowTransactionalId: 'a', v3AndBelowProducerId: a.producerId, v3AndBelowProducerEpoch: 0, v3AndBelowTopics: [{ name: 't', partitions: [0] }] }, s);
     s.txnTimer.advance(2000);
     const list = async (v: number, stateFilters: string[] = [], producerIdFilters: bigint[] = [], durationFilter = -1n) => {
-      const res = await callAt(listTransactions, v, { stateFilters, producerIdFilters, durationFilter }, s);
+      const res = await callAt(listTransactions, v, { stateFilters, producerIdFilters, durationFilter, transactionalIdPattern: null }, s);
       return { ...res, transactionStates: [...res.transactionStates].sort((x, y) => x.transactionalId.localeCompare(y.transactionalId)) };
     };
     expect(await list(0)).toEqual({

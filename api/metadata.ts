@@ -1,9 +1,10 @@
 /**
- * Metadata (key 3), versions 0-12.
+ * Metadata (key 3), versions 0-13.
  * v0: an empty topic list means every topic; v1+: null means every topic and an
  * empty list means none, and controller_id appears. v2 adds cluster_id, v4
  * allow_auto_topic_creation, v7 leader epochs, v8 authorized operations, v10 topic
- * ids (and lookup by id), v12 nullable topic names. Cluster authorized
+ * ids (and lookup by id), v12 nullable topic names, v13 a top-level error code
+ * (always NONE here, as from Kafka without a rebootstrap). Cluster authorized
  * operations exist in v8-10 only.
  */
 import { MetadataRequest } from '../wire/messages/metadata-request.js';
@@ -95,7 +96,7 @@ export const metadata = defineHandler<MetadataRequest, MetadataResponse>({
   request: MetadataRequest,
   response: MetadataResponse,
   minVersion: 0,
-  maxVersion: 12,
+  maxVersion: 13,
   async handle(req, ctx) {
     const v = ctx.apiVersion;
     // v10-11 requests carry a topic id field but Kafka serves lookups by id only from
@@ -128,6 +129,7 @@ export const metadata = defineHandler<MetadataRequest, MetadataResponse>({
       controllerId: image.controllerId,
       topics,
       clusterAuthorizedOperations: v >= 8 && v <= 10 && req.includeClusterAuthorizedOperations ? CLUSTER_OPERATIONS : OPERATIONS_NOT_REQUESTED,
+      errorCode: ErrorCode.NONE,
     };
   },
   errorResponse: errorBody,
@@ -143,5 +145,6 @@ function errorBody(req: MetadataRequest, errorCode: number, ctx: RequestContext)
     controllerId: image.controllerId,
     topics: (req.topics ?? []).map((t) => topicError(errorCode, t.name ?? (ctx.apiVersion < 12 ? '' : null), t.topicId)),
     clusterAuthorizedOperations: OPERATIONS_NOT_REQUESTED,
+    errorCode: ErrorCode.NONE,
   };
 }

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
+import { ZERO_UUID } from '../wire/uuid.js';
 import { recordsIn } from '../cluster/group/group-records.js';
 import { partitionFor } from '../cluster/coordinator/partition-for.js';
 import type { OffsetCommitRequest } from '../wire/messages/offset-commit-request.js';
@@ -26,7 +27,7 @@ function commitRequest(over: Partial<OffsetCommitRequest> = {}, offset = 10n): O
     memberId: '',
     groupInstanceId: null,
     retentionTimeMs: -1n,
-    topics: [{ name: 't', partitions: [{ partitionIndex: 1, committedOffset: offset, committedLeaderEpoch: 0, commitTimestamp: -1n, committedMetadata: 'md' }] }],
+    topics: [{ name: 't', topicId: ZERO_UUID, partitions: [{ partitionIndex: 1, committedOffset: offset, committedLeaderEpoch: 0, commitTimestamp: -1n, committedMetadata: 'md' }] }],
     ...over,
   };
 }
@@ -42,7 +43,7 @@ describe('OffsetCommit', () => {
     for (let v = 0; v <= 9; v++) {
       const groupId = `simple-${v}`;
       const r = await callAt(offsetCommit, v, commitRequest({ groupId }, BigInt(100 + v)), s);
-      expect(r.topics).toEqual([{ name: 't', partitions: [{ partitionIndex: 1, errorCode: 0 }] }]);
+      expect(r.topics).toEqual([{ name: 't', topicId: ZERO_UUID, partitions: [{ partitionIndex: 1, errorCode: 0 }] }]);
       expect(await committed(s, groupId)).toBe(BigInt(100 + v));
     }
   });
@@ -54,9 +55,10 @@ describe('OffsetCommit', () => {
       8,
       commitRequest({
         topics: [
-          { name: 'missing', partitions: [{ partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] },
+          { name: 'missing', topicId: ZERO_UUID, partitions: [{ partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] },
           {
             name: 't',
+            topicId: ZERO_UUID,
             partitions: [
               { partitionIndex: 7, committedOffset: 1n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null },
               { partitionIndex: 2, committedOffset: 5n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null },
@@ -67,9 +69,10 @@ describe('OffsetCommit', () => {
       s,
     );
     expect(r.topics).toEqual([
-      { name: 'missing', partitions: [{ partitionIndex: 0, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION }] },
+      { name: 'missing', topicId: ZERO_UUID, partitions: [{ partitionIndex: 0, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION }] },
       {
         name: 't',
+        topicId: ZERO_UUID,
         partitions: [
           { partitionIndex: 7, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION },
           { partitionIndex: 2, errorCode: 0 },

@@ -1,12 +1,13 @@
 /**
- * OffsetCommit (key 8), versions 0-9.
+ * OffsetCommit (key 8), versions 0-10.
  * v1 adds the generation, the member id and a commit timestamp per
  * partition; v2 replaces that timestamp with a retention time for the whole
  * request (kept with each offset as its expire timestamp); v3 adds the
  * throttle time; v5 drops the retention time; v6 adds the committed leader
  * epoch; v7 group_instance_id; v8 is flexible; v9 answers a commit with a
  * generation to an unknown group GROUP_ID_NOT_FOUND rather than
- * ILLEGAL_GENERATION.
+ * ILLEGAL_GENERATION; v10 names topics by id (UNKNOWN_TOPIC_ID for an id no
+ * topic has).
  *
  * As Kafka's broker does, partitions of unknown topics, and partitions a
  * topic does not have, are answered UNKNOWN_TOPIC_OR_PARTITION here; the
@@ -28,15 +29,19 @@ export const offsetCommit = defineHandler<OffsetCommitRequest, OffsetCommitRespo
   request: OffsetCommitRequest,
   response: OffsetCommitResponse,
   minVersion: 0,
-  maxVersion: 9,
+  maxVersion: 10,
   async handle(req, ctx) {
     const v = ctx.apiVersion;
     const image = ctx.services.metadata.image();
+    // v10 names topics by id: each is answered under its id, committed under its name.
+    const names = req.topics.map((t) => (v >= 10 ? (image.topicsById.get(t.topicId)?.name ?? null) : t.name));
     const known: OffsetCommitRequestTopic[] = [];
-    for (const t of req.topics) {
-      const partitions = t.partitions.filter((p) => hasPartition(image, t.name, p.partitionIndex));
-      if (partitions.length > 0) known.push({ name: t.name, partitions });
-    }
+    req.topics.forEach((t, i) => {
+      const name = names[i];
+      if (name === null || name === undefined) return;
+      const partitions = t.partitions.filter((p) => hasPartition(image, name, p.partitionIndex));
+      if (partitions.length > 0) known.push({ name, topicId: t.topicId, partitions });
+    });
     const answered = new Map<string, number>();
     if (known.length > 0) {
       const results = ctx.services.groups.commitOffsets({
@@ -63,17 +68,20 @@ export const offsetCommit = defineHandler<OffsetCommitRequest, OffsetCommitRespo
         for (const p of t.partitions) answered.set(`${p.partitionIndex}:${t.name}`, p.errorCode === ErrorCode.NONE ? durable : p.errorCode);
       }
     }
-    const topics: OffsetCommitResponseTopic[] = req.topics.map((t) => ({
+    const topics: OffsetCommitResponseTopic[] = req.topics.map((t, i) => ({
       name: t.name,
+      topicId: t.topicId,
       partitions: t.partitions.map((p) => ({
         partitionIndex: p.partitionIndex,
-        errorCode: answered.get(`${p.partitionIndex}:${t.name}`) ?? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        errorCode: names[i] === null
+          ? ErrorCode.UNKNOWN_TOPIC_ID
+          : (answered.get(`${p.partitionIndex}:${names[i]}`) ?? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
       })),
     }));
     return { throttleTimeMs: 0, topics };
   },
   errorResponse: (req, errorCode) => ({
     throttleTimeMs: 0,
-    topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })),
+    topics: req.topics.map((t) => ({ name: t.name, topicId: t.topicId, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })),
   }),
 });

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
+import { ZERO_UUID } from '../wire/uuid.js';
 import { offsetCommit } from './offset-commit.js';
 import { offsetDelete } from './offset-delete.js';
 import { offsetFetch } from './offset-fetch.js';
@@ -29,7 +30,7 @@ describe('OffsetDelete', () => {
         memberId: '',
         groupInstanceId: null,
         retentionTimeMs: -1n,
-        topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 3n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] }],
+        topics: [{ name: 't', topicId: ZERO_UUID, partitions: [{ partitionIndex: 0, committedOffset: 3n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] }],
       },
       s,
     );

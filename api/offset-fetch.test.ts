@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
+import { ZERO_UUID } from '../wire/uuid.js';
 import { offsetCommit } from './offset-commit.js';
 import { offsetFetch } from './offset-fetch.js';
 import { partitionFor } from '../cluster/coordinator/partition-for.js';
@@ -23,7 +24,7 @@ async function withCommit(): Promise<GroupServices> {
       memberId: '',
       groupInstanceId: null,
       retentionTimeMs: -1n,
-      topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 42n, committedLeaderEpoch: 5, commitTimestamp: -1n, committedMetadata: 'meta' }] }],
+      topics: [{ name: 't', topicId: ZERO_UUID, partitions: [{ partitionIndex: 0, committedOffset: 42n, committedLeaderEpoch: 5, commitTimestamp: -1n, committedMetadata: 'meta' }] }],
     },
     s,
   );
@@ -68,14 +69,14 @@ describe('OffsetFetch', () => {
           topics: [],
           requireStable: true,
           groups: [
-            { groupId: 'g', memberId: null, memberEpoch: -1, topics: [{ name: 't', partitionIndexes: [0] }] },
+            { groupId: 'g', memberId: null, memberEpoch: -1, topics: [{ name: 't', topicId: ZERO_UUID, partitionIndexes: [0] }] },
             { groupId: 'other', memberId: null, memberEpoch: -1, topics: null },
           ],
         },
         s,
       );
       expect(r.groups).toEqual([
-        { groupId: 'g', errorCode: 0, topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 42n, committedLeaderEpoch: 5, metadata: 'meta', errorCode: 0 }] }] },
+        { groupId: 'g', errorCode: 0, topics: [{ name: 't', topicId: ZERO_UUID, partitions: [{ partitionIndex: 0, committedOffset: 42n, committedLeaderEpoch: 5, metadata: 'meta', errorCode: 0 }] }] },
         { groupId: 'other', errorCode: 0, topics: [] },
       ]);
     }
@@ -88,7 +89,7 @@ describe('OffsetFetch', () => {
     expect(v1.topics[0]!.partitions[0]).toEqual({ partitionIndex: 0, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode: ErrorCode.NOT_COORDINATOR });
     const v2 = await callAt(offsetFetch, 2, ask('g', [{ name: 't', partitionIndexes: [0] }]), s);
     expect(v2).toMatchObject({ errorCode: ErrorCode.NOT_COORDINATOR, topics: [] });
-    const v8 = await callAt(offsetFetch, 8, { groupId: '', topics: [], requireStable: false, groups: [{ groupId: 'g', memberId: null, memberEpoch: -1, topics: [{ name: 't', partitionIndexes: [0] }] }] }, s);
+    const v8 = await callAt(offsetFetch, 8, { groupId: '', topics: [], requireStable: false, groups: [{ groupId: 'g', memberId: null, memberEpoch: -1, topics: [{ name: 't', topicId: ZERO_UUID, partitionIndexes: [0] }] }] }, s);
     expect(v8.groups).toEqual([{ groupId: 'g', errorCode: ErrorCode.NOT_COORDINATOR, topics: [] }]);
   });
 
@@ -114,7 +115,7 @@ describe('OffsetFetch', () => {
     // Before v7 the request cannot ask for stable offsets.
     expect((await stable(6, true)).topics[0]!.partitions[0]).toMatchObject({ committedOffset: 42n, errorCode: 0 });
     const v8 = await callAt(offsetFetch, 8, { groupId: '', topics: [], requireStable: true, groups: [{ groupId: 'g', memberId: null, memberEpoch: -1, topics: null }] }, s);
-    expect(v8.groups).toEqual([{ groupId: 'g', errorCode: 0, topics: [{ name: 't', partitions: [{ ...unstable }] }] }]);
+    expect(v8.groups).toEqual([{ groupId: 'g', errorCode: 0, topics: [{ name: 't', topicId: ZERO_UUID, partitions: [{ ...unstable }] }] }]);
     s.groups.completeTransaction(partitionFor('g', 3), 5n, true);
     expect((await stable(7, true)).topics[0]!.partitions[0]).toMatchObject({ committedOffset: 99n, errorCode: 0 });
   });

@@ -42,7 +42,7 @@ const gzipBatch = (baseSequence = 0): Buffer =>
   buildBatch({ records: RECORDS, baseTimestamp: now - 10n, compression: Compression.Gzip, producerId: 4242n, producerEpoch: 0, baseSequence });
 
 async function send(s: TestServices, topic: string, records: Buffer, acks = -1): Promise<PartitionProduceResponse> {
-  const req: ProduceRequest = { transactionalId: null, acks, timeoutMs: 1000, topicData: [{ name: topic, partitionData: [{ index: 0, records }] }] };
+  const req: ProduceRequest = { transactionalId: null, acks, timeoutMs: 1000, topicData: [{ name: topic, topicId: ZERO_UUID, partitionData: [{ index: 0, records }] }] };
   const res = await produce.handle(req, ctxFor(s, 9));
   if (res === NO_RESPONSE) throw new Error('no response');
   return res.responses[0]!.partitionResponses[0]!;
@@ -60,7 +60,7 @@ async function fetched(s: TestServices, topic: string, offset = 0n): Promise<Buf
     isolationLevel: 0,
     sessionId: 0,
     sessionEpoch: -1,
-    topics: [{ topic, topicId: ZERO_UUID, partitions: [{ partition: 0, currentLeaderEpoch: -1, fetchOffset: offset, lastFetchedEpoch: -1, logStartOffset: -1n, partitionMaxBytes: 1 << 20, replicaDirectoryId: ZERO_UUID }] }],
+    topics: [{ topic, topicId: ZERO_UUID, partitions: [{ partition: 0, currentLeaderEpoch: -1, fetchOffset: offset, lastFetchedEpoch: -1, logStartOffset: -1n, partitionMaxBytes: 1 << 20, replicaDirectoryId: ZERO_UUID, highWatermark: 9223372036854775807n }] }],
     forgottenTopicsData: [],
     rackId: '',
   };

@@ -4,6 +4,7 @@ import CRC32 from 'crc-32';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
 import { decode, encode } from '../wire/codec.js';
+import { ZERO_UUID } from '../wire/uuid.js';
 import { buildBatch, Compression, readBatchHeader } from '../wire/record-batch.js';
 import type { ProduceRequest } from '../wire/messages/produce-request.js';
 import { ProduceResponse as ProduceResponseDecl, type ProduceResponse } from '../wire/messages/produce-response.js';
@@ -28,8 +29,8 @@ function batch(n: number, tag = 'v'): Buffer {
   return buildBatch({ records: Array.from({ length: n }, (_, i) => ({ key: `k${i}`, value: `${tag}${i}`, timestamp: 1000n + BigInt(i) })) });
 }
 
-function req(topic: string, parts: { index: number; records: Buffer | null }[], acks = -1): ProduceRequest {
-  return { transactionalId: null, acks, timeoutMs: 1000, topicData: [{ name: topic, partitionData: parts }] };
+function req(topic: string, parts: { index: number; records: Buffer | null }[], acks = -1, topicId = ZERO_UUID): ProduceRequest {
+  return { transactionalId: null, acks, timeoutMs: 1000, topicData: [{ name: topic, topicId, partitionData: parts }] };
 }
 
 async function send(s: TestServices, version: number, request: ProduceRequest): Promise<ProduceResponse> {
@@ -278,13 +279,25 @@ describe('Produce', () => {
   it('encodes its answer in every version it serves', async () => {
     const s = services();
     await withTopic(s);
+    // From v13 the topic is named by its id.
+    const topicId = s.metadata.image().topics.get('orders')!.topicId;
     for (let v = produce.minVersion; v <= produce.maxVersion; v++) {
-      const r = await send(s, v, req('orders', [{ index: 0, records: batch(1) }], 1));
+      const r = await send(s, v, req('orders', [{ index: 0, records: batch(1) }], 1, topicId));
       expect(r.responses[0]!.partitionResponses[0]!.errorCode).toBe(0);
       const back = decode<ProduceResponse>(ProduceResponseDecl, v, encode(ProduceResponseDecl, v, r));
       expect(back.ok).toBe(true);
     }
-    expect(s.replicas.logFor('orders', 0)!.logEndOffset).toBe(12n);
+    expect(s.replicas.logFor('orders', 0)!.logEndOffset).toBe(BigInt(produce.maxVersion - produce.minVersion + 1));
+    expect([produce.minVersion, produce.maxVersion]).toEqual([0, 13]);
+  });
+
+  it('answers UNKNOWN_TOPIC_ID at v13 for an id no topic has, under that id, and creates nothing', async () => {
+    const s = services({ autoCreateTopicsEnable: true });
+    await withTopic(s);
+    const unknown = 'AAAAAAAAAAAAAAAAAAAAAQ';
+    const r = await send(s, 13, req('', [{ index: 0, records: batch(1) }], 1, unknown));
+    expect(r.responses.map((t) => [t.topicId, t.partitionResponses.map((p) => p.errorCode)])).toEqual([[unknown, [ErrorCode.UNKNOWN_TOPIC_ID]]]);
+    expect([...s.metadata.image().topics.keys()]).toEqual(['orders']);
   });
 
   it('answers every partition with the code when the request fails as a whole', () => {

@@ -1,11 +1,14 @@
 /**
- * Produce (key 0), versions 0-11.
+ * Produce (key 0), versions 0-13.
  * v0-v2 carry legacy message sets (magic 0/1), which the log validator converts to
  * one v2 batch; v2 adds log_append_time to the answer; v3 adds transactional_id and
  * requires exactly one magic-2 batch per partition; v5 adds log_start_offset; v7 is
  * the first that may carry zstd; v8 adds record_errors and error_message; v9 is
  * flexible; v10 adds the tagged current_leader and node_endpoints (left at their
- * defaults: this broker leads every partition it answers for).
+ * defaults: this broker leads every partition it answers for); v11 may answer
+ * TRANSACTION_ABORTABLE; v12 is v11 from a producer of transactions v2, whose
+ * batches add their partitions to the transaction themselves; v13 names topics
+ * by id (UNKNOWN_TOPIC_ID for an id no topic has, and no auto-creation).
  *
  * acks=0 appends and sends nothing back (the client expects no response); acks=1
  * answers after the append; acks=-1 once every ISR member has the records (the
@@ -21,8 +24,11 @@
  * are checked against the producer's state in the partition (duplicates
  * answered with their first offsets, sequence gaps and old epochs refused),
  * and a transactional batch only goes to a partition its transaction added
- * (see unverifiedTransaction) unless transaction.partition.verification.enable
- * is false.
+ * (see unverified) unless transaction.partition.verification.enable is false.
+ * From v12 the producer uses transactions v2 and sends no AddPartitionsToTxn:
+ * this broker asks the coordinator to add the partition (retrying for up to
+ * 100 ms while it answers CONCURRENT_TRANSACTIONS, which the client then
+ * gets and retries).
  */
 import { ProduceRequest } from '../wire/messages/produce-request.js';
 import { ProduceResponse, type PartitionProduceResponse, type TopicProduceResponse } from '../wire/messages/produce-response.js';
@@ -37,6 +43,11 @@ import { verificationEnabled } from './config-resources.js';
 import { NO_RESPONSE, defineHandler, type RequestContext } from './handler.js';
 
 const EMPTY = Buffer.alloc(0);
+/** Produce v12+: a transactions v2 producer, whose partitions its coordinator adds when the leader asks. */
+const TRANSACTION_V2_VERSION = 12;
+/** How long a leader asks again while the coordinator answers CONCURRENT_TRANSACTIONS (Kafka's add.partitions.to.txn.retry.backoff.max.ms), and how often. */
+const ADD_RETRY_MAX_MS = 100;
+const ADD_RETRY_BACKOFF_MS = 20;
 /** The client id Kafka lets write to internal topics (its AdminUtils.ADMIN_CLIENT_ID). */
 const ADMIN_CLIENT_ID = '__admin_client';
 
@@ -139,6 +150,9 @@ function unverified(code: number, version: number): PartitionAppendResult | null
     case ErrorCode.INVALID_TXN_STATE:
       return appendError(translated, 'Partition was not added to the transaction');
     case ErrorCode.CONCURRENT_TRANSACTIONS:
+      // A transactions v2 producer retries it (the previous transaction's markers are still on their way).
+      if (version >= TRANSACTION_V2_VERSION) return appendError(translated);
+      return appendError(ErrorCode.NOT_ENOUGH_REPLICAS, `Unable to verify the partition has been added to the transaction: ${errorName(translated)}`);
     case ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
     case ErrorCode.COORDINATOR_NOT_AVAILABLE:
     case ErrorCode.NOT_COORDINATOR:
@@ -164,7 +178,7 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
   request: ProduceRequest,
   response: ProduceResponse,
   minVersion: 0,
-  maxVersion: 11,
+  maxVersion: 13,
   async handle(req, ctx) {
     const { acks } = req;
     if (acks !== -1 && acks !== 0 && acks !== 1) {
@@ -177,10 +191,17 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
     const createdNow = new Set<string>();
     const responses: TopicProduceResponse[] = [];
     const pending: PendingAppend[] = [];
-    for (const topic of req.topicData) {
+    for (const requested of req.topicData) {
       const partitionResponses: PartitionProduceResponse[] = [];
-      responses.push({ name: topic.name, partitionResponses });
-      let usable = !createdNow.has(topic.name) && metadata.image().topics.has(topic.name);
+      const byId = ctx.apiVersion >= 13;
+      const known = byId ? metadata.image().topicsById.get(requested.topicId) : metadata.image().topics.get(requested.name);
+      const topic = { name: byId ? (known?.name ?? '') : requested.name, partitionData: requested.partitionData };
+      responses.push({ name: topic.name, topicId: known?.topicId ?? requested.topicId, partitionResponses });
+      if (byId && !known) {
+        for (const p of topic.partitionData) partitionResponses.push(partitionResponse(p.index, appendError(ErrorCode.UNKNOWN_TOPIC_ID)));
+        continue;
+      }
+      let usable = !createdNow.has(topic.name) && known !== undefined;
       if (!usable && !createdNow.has(topic.name)) {
         const outcome = await autoCreateTopic(topic.name, true, ctx.services);
         if (outcome.kind === 'created') createdNow.add(topic.name);
@@ -206,10 +227,12 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
     // with its coordinator first (one producer per request: see transactionalProblem).
     const producer = req.transactionalId === null ? null : (pending.map((a) => transactionalProducer(a.records)).find((x) => x !== null) ?? null);
     const toVerify: PendingAppend[] = [];
-    if (producer && verificationEnabled(ctx)) {
+    // Transactions v2: the coordinator adds the partitions (whatever transaction.partition.verification.enable says).
+    const v2 = ctx.apiVersion >= TRANSACTION_V2_VERSION;
+    if (producer && (v2 || verificationEnabled(ctx))) {
       for (const a of pending) {
         if (!transactionalProducer(a.records)) continue;
-        a.guard = replicas.startTransactionVerification(a.topic, a.index, producer.producerId, producer.producerEpoch);
+        a.guard = replicas.startTransactionVerification(a.topic, a.index, producer.producerId, producer.producerEpoch, v2);
         if (a.guard) toVerify.push(a);
       }
     }
@@ -237,12 +260,13 @@ export const produce = defineHandler<ProduceRequest, ProduceResponse>({
       const work = (async () => {
         await before;
         if (toVerify.length > 0) {
-          const answers = await verifier.verify(
-            req.transactionalId!,
-            producer.producerId,
-            producer.producerEpoch,
-            toVerify.map((a) => ({ topic: a.topic, partition: a.index })),
-          );
+          const ask = () => verifier.verify(req.transactionalId!, producer.producerId, producer.producerEpoch, toVerify.map((a) => ({ topic: a.topic, partition: a.index })), v2);
+          let answers = await ask();
+          // The previous transaction of a v2 producer may still be writing its markers: ask again for a little while.
+          for (let waited = 0; v2 && waited < ADD_RETRY_MAX_MS && answers.some((r) => r.errorCode === ErrorCode.CONCURRENT_TRANSACTIONS); waited += ADD_RETRY_BACKOFF_MS) {
+            await new Promise((resolve) => setTimeout(resolve, ADD_RETRY_BACKOFF_MS));
+            answers = await ask();
+          }
           const codes = new Map(answers.map((r) => [`${r.topic}\u0000${r.partition}`, r.errorCode]));
           for (const a of toVerify) {
             const refused = unverified(codes.get(`${a.topic}\u0000${a.index}`) ?? ErrorCode.COORDINATOR_NOT_AVAILABLE, ctx.apiVersion);
@@ -269,6 +293,7 @@ function errorBody(req: ProduceRequest, errorCode: number, _ctx?: RequestContext
   return {
     responses: req.topicData.map((t) => ({
       name: t.name,
+      topicId: t.topicId,
       partitionResponses: t.partitionData.map((p) => partitionResponse(p.index, appendError(errorCode))),
     })),
     throttleTimeMs: 0,

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
+import { ZERO_UUID } from '../wire/uuid.js';
 import { decode, encode } from '../wire/codec.js';
 import { ATTRIBUTES, PRODUCER_EPOCH, PRODUCER_ID, TRANSACTIONAL } from '../wire/record-batch.js';
 import { partitionFor } from '../cluster/coordinator/partition-for.js';
@@ -122,10 +123,10 @@ describe('TxnOffsetCommit', () => {
       groupId: 'g',
       producerId: txn.producerId,
       producerEpoch: txn.producerEpoch,
-      generationId,
+      generationIdOrMemberEpoch: generationId,
       memberId,
       groupInstanceId: null,
-      topics: [{ name: 't', partitions: [{ partitionIndex: 1, committedOffset: offset, committedLeaderEpoch: 4, committedMetadata: null }] }],
+      topics: [{ name: 't', topicId: ZERO_UUID, partitions: [{ partitionIndex: 1, committedOffset: offset, committedLeaderEpoch: 4, committedMetadata: null }] }],
     });
     const errorOf = async (req: TxnOffsetCommitRequest) => (await callAt(txnOffsetCommit, 3, req, s)).topics[0]!.partitions[0]!.errorCode;
     expect(await errorOf(request(join.generationId + 1, join.memberId, 5n))).toBe(ErrorCode.ILLEGAL_GENERATION);
@@ -148,10 +149,10 @@ describe('TxnOffsetCommit', () => {
       groupId: 'g',
       producerId: old.producerId,
       producerEpoch,
-      generationId: -1,
+      generationIdOrMemberEpoch: -1,
       memberId: '',
       groupInstanceId: null,
-      topics: [{ name: 't', partitions: [{ partitionIndex: 1, committedOffset: offset, committedLeaderEpoch: -1, committedMetadata: null }] }],
+      topics: [{ name: 't', topicId: ZERO_UUID, partitions: [{ partitionIndex: 1, committedOffset: offset, committedLeaderEpoch: -1, committedMetadata: null }] }],
     });
     expect((await callAt(txnOffsetCommit, 3, request(old.producerEpoch, 10n), s)).topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
     // A new producer with the same transactional id aborts the open transaction and fences the old epoch.
@@ -172,10 +173,10 @@ describe('TxnOffsetCommit', () => {
       groupId: 'g',
       producerId: txn.producerId,
       producerEpoch: txn.producerEpoch,
-      generationId: -1,
+      generationIdOrMemberEpoch: -1,
       memberId: '',
       groupInstanceId: null,
-      topics: [{ name: 't', partitions: [0, 1].map((partitionIndex) => ({ partitionIndex, committedOffset: 3n, committedLeaderEpoch: -1, committedMetadata: null })) }],
+      topics: [{ name: 't', topicId: ZERO_UUID, partitions: [0, 1].map((partitionIndex) => ({ partitionIndex, committedOffset: 3n, committedLeaderEpoch: -1, committedMetadata: null })) }],
     };
     expect((await callAt(txnOffsetCommit, 3, request, s)).topics[0]!.partitions.map((p) => p.errorCode)).toEqual([ErrorCode.INVALID_TXN_STATE, ErrorCode.INVALID_TXN_STATE]);
     expect((await callAt(txnOffsetCommit, 4, request, s)).topics[0]!.partitions.map((p) => p.errorCode)).toEqual([
@@ -198,10 +199,10 @@ describe('TxnOffsetCommit', () => {
         groupId: 'g',
         producerId: txn.producerId,
         producerEpoch: txn.producerEpoch,
-        generationId: -1,
+        generationIdOrMemberEpoch: -1,
         memberId: '',
         groupInstanceId: null,
-        topics: [{ name: 't', partitions: [0, 2].map((partitionIndex) => ({ partitionIndex, committedOffset: 1n, committedLeaderEpoch: -1, committedMetadata: null })) }],
+        topics: [{ name: 't', topicId: ZERO_UUID, partitions: [0, 2].map((partitionIndex) => ({ partitionIndex, committedOffset: 1n, committedLeaderEpoch: -1, committedMetadata: null })) }],
       },
       s,
     );

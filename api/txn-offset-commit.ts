@@ -1,11 +1,16 @@
 /**
- * TxnOffsetCommit (key 28), versions 0-4.
+ * TxnOffsetCommit (key 28), versions 0-6.
  * A transactional producer commits a consumer group's offsets as part of
  * its transaction (KafkaProducer.sendOffsetsToTransaction). v1 is v0; v2
  * adds the committed leader epoch; v3 adds the group's generation, member
  * id and group instance id, so that a zombie member is fenced
  * (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID), and is
- * flexible; v4 lets the client know TRANSACTION_ABORTABLE.
+ * flexible; v4 lets the client know TRANSACTION_ABORTABLE; v5 is a producer
+ * of transactions v2 (KIP-890), which sends no AddOffsetsToTxn: the
+ * transaction coordinator adds the group's partition when this broker asks
+ * (and CONCURRENT_TRANSACTIONS, while the previous transaction's markers are
+ * on their way, is answered for the client to retry); v6 names topics by id
+ * (UNKNOWN_TOPIC_ID for an id no topic has).
  *
  * First the transaction coordinator must know the group's partition of
  * __consumer_offsets as part of the producer's ongoing transaction
@@ -42,6 +47,9 @@ import { verificationError } from '../cluster/txn/txn-verifier.js';
 const MEMBER_FIELDS_VERSION = 3;
 const LEADER_EPOCH_VERSION = 2;
 const ABORTABLE_VERSION = 4;
+const TOPIC_ID_VERSION = 6;
+/** TxnOffsetCommit v5+: a transactions v2 producer, whose coordinator adds the group's partition when asked. */
+const TRANSACTION_V2_VERSION = 5;
 
 
 export const txnOffsetCommit = defineHandler<TxnOffsetCommitRequest, TxnOffsetCommitResponse>({
@@ -50,15 +58,19 @@ export const txnOffsetCommit = defineHandler<TxnOffsetCommitRequest, TxnOffsetCo
   request: TxnOffsetCommitRequest,
   response: TxnOffsetCommitResponse,
   minVersion: 0,
-  maxVersion: 4,
+  maxVersion: 6,
   async handle(req, ctx) {
     const v = ctx.apiVersion;
     const image = ctx.services.metadata.image();
+    // v6 names topics by id: each is answered under its id, committed under its name.
+    const names = req.topics.map((t) => (v >= TOPIC_ID_VERSION ? (image.topicsById.get(t.topicId)?.name ?? null) : t.name));
     const known: TxnOffsetCommitRequestTopic[] = [];
-    for (const t of req.topics) {
-      const partitions = t.partitions.filter((p) => hasPartition(image, t.name, p.partitionIndex));
-      if (partitions.length > 0) known.push({ name: t.name, partitions });
-    }
+    req.topics.forEach((t, i) => {
+      const name = names[i];
+      if (name === null || name === undefined) return;
+      const partitions = t.partitions.filter((p) => hasPartition(image, name, p.partitionIndex));
+      if (partitions.length > 0) known.push({ name, topicId: t.topicId, partitions });
+    });
     const answered = new Map<string, number>();
     if (known.length > 0) {
       const refused = await unverified(req, ctx);
@@ -69,7 +81,7 @@ export const txnOffsetCommit = defineHandler<TxnOffsetCommitRequest, TxnOffsetCo
         groupId: req.groupId,
         producerId: req.producerId,
         producerEpoch: req.producerEpoch,
-        generationId: withMember ? req.generationId : -1,
+        generationId: withMember ? req.generationIdOrMemberEpoch : -1,
         memberId: withMember ? req.memberId : '',
         groupInstanceId: withMember ? req.groupInstanceId : null,
         topics: known.map((t) => ({
@@ -88,11 +100,14 @@ export const txnOffsetCommit = defineHandler<TxnOffsetCommitRequest, TxnOffsetCo
         for (const p of t.partitions) answered.set(JSON.stringify([t.name, p.partitionIndex]), p.errorCode === ErrorCode.NONE ? durable : p.errorCode);
       }
     }
-    const topics: TxnOffsetCommitResponseTopic[] = req.topics.map((t) => ({
+    const topics: TxnOffsetCommitResponseTopic[] = req.topics.map((t, i) => ({
       name: t.name,
+      topicId: t.topicId,
       partitions: t.partitions.map((p) => ({
         partitionIndex: p.partitionIndex,
-        errorCode: answered.get(JSON.stringify([t.name, p.partitionIndex])) ?? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        errorCode: names[i] === null
+          ? ErrorCode.UNKNOWN_TOPIC_ID
+          : (answered.get(JSON.stringify([names[i], p.partitionIndex])) ?? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
       })),
     }));
     return { throttleTimeMs: 0, topics };
@@ -103,7 +118,7 @@ export const txnOffsetCommit = defineHandler<TxnOffsetCommitRequest, TxnOffsetCo
 function errorBody(req: TxnOffsetCommitRequest, errorCode: number): TxnOffsetCommitResponse {
   return {
     throttleTimeMs: 0,
-    topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })),
+    topics: req.topics.map((t) => ({ name: t.name, topicId: t.topicId, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })),
   };
 }
 
@@ -119,16 +134,20 @@ function errorBody(req: TxnOffsetCommitRequest, errorCode: number): TxnOffsetCom
  */
 async function unverified(req: TxnOffsetCommitRequest, ctx: RequestContext): Promise<number | null> {
   const offsets = ctx.services.metadata.image().topics.get(GROUP_METADATA_TOPIC);
+  // Transactions v2: the coordinator adds the group's partition (whatever transaction.partition.verification.enable says).
+  const v2 = ctx.apiVersion >= TRANSACTION_V2_VERSION;
   // Without the topic the group coordinator answers (NOT_COORDINATOR).
-  if (!offsets || !verificationEnabled(ctx)) return null;
+  if (!offsets || !(v2 || verificationEnabled(ctx))) return null;
   const partition = partitionFor(req.groupId, offsets.partitions.length);
   const { replicas, verifier } = ctx.services;
-  const guard = replicas.startTransactionVerification(GROUP_METADATA_TOPIC, partition, req.producerId, req.producerEpoch);
+  const guard = replicas.startTransactionVerification(GROUP_METADATA_TOPIC, partition, req.producerId, req.producerEpoch, v2);
   if (!guard) return null;
-  const [answer] = await verifier.verify(req.transactionalId, req.producerId, req.producerEpoch, [{ topic: GROUP_METADATA_TOPIC, partition }]);
+  const [answer] = await verifier.verify(req.transactionalId, req.producerId, req.producerEpoch, [{ topic: GROUP_METADATA_TOPIC, partition }], v2);
   const code = verificationError(answer?.errorCode ?? ErrorCode.COORDINATOR_NOT_AVAILABLE, ctx.apiVersion >= ABORTABLE_VERSION);
   if (code !== ErrorCode.NONE) {
     replicas.abandonTransactionVerification(GROUP_METADATA_TOPIC, partition, guard);
+    // A transactions v2 producer retries CONCURRENT_TRANSACTIONS (the previous transaction's markers are on their way).
+    if (v2 && code === ErrorCode.CONCURRENT_TRANSACTIONS) return code;
     switch (code) {
       case ErrorCode.CONCURRENT_TRANSACTIONS:
       case ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:

@@ -1,6 +1,9 @@
 /**
- * WriteTxnMarkers (key 27), version 1 (flexible), the version Kafka 4.0
- * serves (KIP-896 removed v0).
+ * WriteTxnMarkers (key 27), versions 1-2 (flexible), as Kafka 4.4 serves
+ * them (KIP-896 removed v0). v2 adds each marker's transaction_version: 2
+ * for a transaction ended the transactions v2 way, whose marker carries the
+ * epoch the coordinator bumped and must be newer than the data's (see
+ * storage/producer-state.ts); v1 markers are version 0.
  *
  * Sent by a transaction coordinator to the leader of each partition of a
  * transaction it ends: for every marker, a COMMIT or ABORT control batch of
@@ -27,7 +30,7 @@ export const writeTxnMarkers = defineHandler<WriteTxnMarkersRequest, WriteTxnMar
   request: WriteTxnMarkersRequest,
   response: WriteTxnMarkersResponse,
   minVersion: 1,
-  maxVersion: 1,
+  maxVersion: 2,
   async handle(req, ctx) {
     const markers = await Promise.all(
       req.markers.map(async (m): Promise<WritableTxnMarkerResult> => {
@@ -37,6 +40,7 @@ export const writeTxnMarkers = defineHandler<WriteTxnMarkersRequest, WriteTxnMar
           producerEpoch: m.producerEpoch,
           coordinatorEpoch: m.coordinatorEpoch,
           commit: m.transactionResult,
+          transactionVersion: ctx.apiVersion >= 2 ? m.transactionVersion : 0,
           partitions,
         });
         const codes = new Map(results.map((r) => [`${r.topic}\u0000${r.partition}`, r.errorCode]));

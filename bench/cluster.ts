@@ -39,6 +39,7 @@ import type { CreateTopicsRequest } from '../wire/messages/create-topics-request
 import type { CreateTopicsResponse } from '../wire/messages/create-topics-response.js';
 import type { ProduceRequest } from '../wire/messages/produce-request.js';
 import type { ProduceResponse } from '../wire/messages/produce-response.js';
+import { ZERO_UUID } from '../wire/uuid.js';
 import { WireConnection, api } from '../cluster/inter-broker/kafka-connection.js';
 import { clusterView, until } from '../src/cluster-test-support.js';
 import { TestCluster, hasEtcd } from '../src/test-cluster.js';
@@ -222,7 +223,7 @@ async function produceOne(g: { host: string; port: number }, topic: string, part
     transactionalId: null,
     acks: -1,
     timeoutMs: 5000,
-    topicData: [{ name: topic, partitionData: [{ index: partition, records: benchBatch(100, 1) }] }],
+    topicData: [{ name: topic, topicId: ZERO_UUID, partitionData: [{ index: partition, records: benchBatch(100, 1) }] }],
   };
   try {
     return await withConn(g, async (c) => {

@@ -151,7 +151,7 @@ function produceFrame(topic: string, records: number, valueBytes: number): Produ
     transactionalId: null,
     acks: 1,
     timeoutMs: 30_000,
-    topicData: [{ name: topic, partitionData: [{ index: 0, records: batch }] }],
+    topicData: [{ name: topic, topicId: ZERO_UUID, partitionData: [{ index: 0, records: batch }] }],
   };
   const f = frame(api('Produce'), PRODUCE_VERSION, body);
   const batchAt = f.bytes.indexOf(batch);
@@ -219,6 +219,7 @@ function fetchFrame(topic: string, offset: bigint, maxWaitMs: number, maxBytes: 
             logStartOffset: -1n,
             partitionMaxBytes: maxBytes,
             replicaDirectoryId: ZERO_UUID,
+            highWatermark: 9223372036854775807n,
           },
         ],
       },

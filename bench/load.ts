@@ -120,7 +120,7 @@ export async function awaitWritable(host: string, port: number, topic: string, p
         transactionalId: null,
         acks: 1,
         timeoutMs: 30_000,
-        topicData: [{ name: topic, partitionData: open.map((index) => ({ index, records: batch })) }],
+        topicData: [{ name: topic, topicId: ZERO_UUID, partitionData: open.map((index) => ({ index, records: batch })) }],
       });
       const r = new Reader(await c.sendFrame(f));
       const res = decode.decode(r);
@@ -190,7 +190,7 @@ export async function produceLoad(host: string, port: number, o: ProduceOptions)
     transactionalId: null,
     acks: o.acks,
     timeoutMs: 30_000,
-    topicData: [{ name: o.topic, partitionData: [{ index, records: batch }] }],
+    topicData: [{ name: o.topic, topicId: ZERO_UUID, partitionData: [{ index, records: batch }] }],
   });
   const template = frame(produceApi, PRODUCE_VERSION, body(0)).bytes;
   const indexAt = partitionIndexAt(template, frame(produceApi, PRODUCE_VERSION, body(0x5a5a5a5a)).bytes);
@@ -378,6 +378,7 @@ export async function consumeLoad(host: string, port: number, o: ConsumeOptions)
                   logStartOffset: -1n,
                   partitionMaxBytes: o.partitionMaxBytes,
                   replicaDirectoryId: ZERO_UUID,
+                  highWatermark: 9223372036854775807n,
                 })),
               },
             ],

@@ -200,6 +200,7 @@ class Sink {
       const body: ProduceResponse = {
         responses: shape.map((t) => ({
           name: t.name,
+          topicId: this.topics.has(t.name) ? TOPIC_ID : ZERO_UUID,
           partitionResponses: t.partitions.map((index) => ({
             index,
             errorCode: this.topics.has(t.name) ? 0 : 3,
@@ -308,6 +309,7 @@ class Sink {
         };
       }),
       clusterAuthorizedOperations: -2147483648,
+      errorCode: 0,
     };
     return this.encode(decl, version, correlationId, body);
   }

@@ -162,7 +162,7 @@ export function produceErrors(body: Buffer): number[] {
 function produceFrame(topic: string, partitions: readonly number[], records: number): Frame {
   const value = Buffer.alloc(RECORD_BYTES, 'x');
   const batch = buildBatch({ records: Array.from({ length: records }, () => ({ value })) });
-  const body: ProduceRequest = { transactionalId: null, acks: 1, timeoutMs: 30_000, topicData: [{ name: topic, partitionData: partitions.map((index) => ({ index, records: batch })) }] };
+  const body: ProduceRequest = { transactionalId: null, acks: 1, timeoutMs: 30_000, topicData: [{ name: topic, topicId: ZERO_UUID, partitionData: partitions.map((index) => ({ index, records: batch })) }] };
   return frame(api('Produce'), 9, body);
 }
 

@@ -39,6 +39,7 @@ import { awaitWritable, benchBatch, consumeLoad, createTopic, describeErrors, pr
 import { startNullSink } from './null-sink.js';
 import { formatTable, type BenchModule, type BenchOptions, type BenchRow } from './report.js';
 import { api, frame } from '../cluster/inter-broker/kafka-connection.js';
+import { ZERO_UUID } from '../wire/uuid.js';
 
 const MODULE = 'throughput';
 
@@ -275,7 +276,7 @@ function plainWrite(recordSize: number, recordsPerBatch: number, ms: number): { 
 /** One socket pumping the generator's Produce frames to the null sink's discard port (another process). */
 async function loopbackTcp(port: number, recordSize: number, recordsPerBatch: number, ms: number): Promise<{ recordsPerSec: number; mbPerSec: number; note: string }> {
   const batch = benchBatch(recordSize, recordsPerBatch);
-  const body: ProduceRequest = { transactionalId: null, acks: 1, timeoutMs: 30_000, topicData: [{ name: 'loopback', partitionData: [{ index: 0, records: batch }] }] };
+  const body: ProduceRequest = { transactionalId: null, acks: 1, timeoutMs: 30_000, topicData: [{ name: 'loopback', topicId: ZERO_UUID, partitionData: [{ index: 0, records: batch }] }] };
   const one = frame(api('Produce'), PRODUCE_VERSION, body).bytes;
   const chunk = Buffer.concat(Array.from({ length: 32 }, () => one));
   return new Promise((resolve, reject) => {

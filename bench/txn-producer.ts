@@ -40,6 +40,7 @@ import type { ListOffsetsResponse } from '../wire/messages/list-offsets-response
 import type { ProduceRequest } from '../wire/messages/produce-request.js';
 import type { ProduceResponse } from '../wire/messages/produce-response.js';
 import { buildBatch } from '../wire/record-batch.js';
+import { ZERO_UUID } from '../wire/uuid.js';
 import { WireConnection, api } from '../cluster/inter-broker/kafka-connection.js';
 import { PRODUCE_VERSION } from './load.js';
 
@@ -206,7 +207,7 @@ class Producer {
           transactionalId: this.transactionalId,
           acks: -1,
           timeoutMs: TRANSACTION_DEADLINE_MS,
-          topicData: [{ name: this.topic, partitionData: [{ index: p, records: batches[p]! }] }],
+          topicData: [{ name: this.topic, topicId: ZERO_UUID, partitionData: [{ index: p, records: batches[p]! }] }],
         });
         const answer = res.responses[0]?.partitionResponses[0];
         if (!answer) throw new Error(`Produce to partition ${p}: an answer without the partition`);
@@ -295,6 +296,8 @@ export async function runTransactions(nodes: readonly TxnNode[], topic: string, 
         transactionTimeoutMs: TRANSACTION_TIMEOUT_MS,
         producerId: -1n,
         producerEpoch: -1,
+        enable2Pc: false,
+        keepPreparedTxn: false,
       });
       if (init.errorCode === ErrorCode.NONE) break;
       const moved = init.errorCode === ErrorCode.NOT_COORDINATOR || init.errorCode === ErrorCode.COORDINATOR_NOT_AVAILABLE;

@@ -10,6 +10,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WireConnection, api } from '../cluster/inter-broker/kafka-connection.js';
 import { ErrorCode } from '../wire/errors.js';
+import { ZERO_UUID } from '../wire/uuid.js';
 import type { FindCoordinatorRequest } from '../wire/messages/find-coordinator-request.js';
 import type { FindCoordinatorResponse } from '../wire/messages/find-coordinator-response.js';
 import type { OffsetCommitRequest } from '../wire/messages/offset-commit-request.js';
@@ -44,7 +45,7 @@ async function commit(nodeId: number, group: string, offset: bigint): Promise<nu
       memberId: '',
       groupInstanceId: null,
       retentionTimeMs: -1n,
-      topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, committedOffset: offset, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] }],
+      topics: [{ name: 'orders', topicId: ZERO_UUID, partitions: [{ partitionIndex: 0, committedOffset: offset, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] }],
     }),
   );
   return r.topics[0]!.partitions[0]!.errorCode;

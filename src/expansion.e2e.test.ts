@@ -107,6 +107,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('hot expansion: a fourth broker, a 
     try {
       const alter = await request<AlterPartitionReassignmentsResponse, AlterPartitionReassignmentsRequest>('AlterPartitionReassignments', 0, {
         timeoutMs: 30_000,
+        allowReplicationFactorChange: true,
         topics: [{ name: 'grow', partitions: TARGETS.map((replicas, partitionIndex) => ({ partitionIndex, replicas })) }],
       });
       expect(alter.errorCode).toBe(ErrorCode.NONE);

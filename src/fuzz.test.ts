@@ -29,6 +29,12 @@ import { finishFrame, requestHeaderVersion, skipTaggedFields, startRequest } fro
 import { seededRandom } from '../wire/seeded-random.js';
 import { inRange } from '../wire/schema.js';
 import { HANDLERS } from '../api/registry.js';
+import { apiVersions as apiVersionsHandler } from '../api/api-versions.js';
+import { metadata as metadataHandler } from '../api/metadata.js';
+
+/** The newest versions served, above which a request is one the broker does not serve. */
+const API_VERSIONS_MAX = apiVersionsHandler.maxVersion;
+const METADATA_MAX = metadataHandler.maxVersion;
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ENTRY = join(ROOT, 'dist', 'gregor.cjs');
@@ -230,7 +236,7 @@ function checkAnswer(req: Buffer, res: Buffer): { problem: string | null; apiVer
   if (res.length < 4) return { problem: `response of ${res.length} bytes has no correlation id` };
   if (res.readInt32BE(0) !== correlationId) return { problem: `correlation id ${res.readInt32BE(0)} answers request ${correlationId}` };
   if (apiKey === API_VERSIONS) {
-    const supported = version >= 0 && version <= 4;
+    const supported = version >= 0 && version <= API_VERSIONS_MAX;
     const decoded = decode<ApiVersionsResponse>(MESSAGES.ApiVersionsResponse!, supported ? version : 0, res.subarray(4));
     if (!decoded.ok) return { problem: `undecodable ApiVersions v${supported ? version : 0} response: ${decoded.error}` };
     const body = decoded.value;
@@ -489,11 +495,11 @@ function generateRound(round: number, rand: Rand): Case[] {
 
   // Supported keys at versions the broker does not serve.
   {
-    const v = pick(rand, [13, 14, 99, 0x7fff, -1, -0x8000, int(rand, 13, 0x7fff), int(rand, -0x8000, -1)]);
+    const v = pick(rand, [METADATA_MAX + 1, METADATA_MAX + 2, 99, 0x7fff, -1, -0x8000, int(rand, METADATA_MAX + 1, 0x7fff), int(rand, -0x8000, -1)]);
     const body = Buffer.concat([i16(METADATA), i16(v), i32(next()), classicString('fuzz'), uvarint(0)]);
     add(`Metadata v${v}`, sized(body), { kind: 'close', within: SHORT_MS });
   }
-  for (const v of [99, pick(rand, [5, 0x7fff, -1, -0x8000, int(rand, 5, 0x7fff), int(rand, -0x8000, -1)])]) {
+  for (const v of [99, pick(rand, [API_VERSIONS_MAX + 1, 0x7fff, -1, -0x8000, int(rand, API_VERSIONS_MAX + 1, 0x7fff), int(rand, -0x8000, -1)])]) {
     const c1 = next();
     const c2 = next();
     // Clients send their newest version with a flexible header and body; the broker must not parse past the version.

@@ -244,7 +244,7 @@ describe.skipIf(!hasEtcd && !process.env.CI)('a cluster through etcd and broker 
       // Judged below; a failed start must not go unhandled meanwhile.
       starting.catch(() => undefined);
       early = await until('broker 4 listening', () => WireConnection.open('127.0.0.1', port, 1000), 10_000);
-      const request = early.request<ApiVersionsResponse, ApiVersionsRequest>(api('ApiVersions'), 3, { clientSoftwareName: 'outage-test', clientSoftwareVersion: '1' });
+      const request = early.request<ApiVersionsResponse, ApiVersionsRequest>(api('ApiVersions'), 3, { clientSoftwareName: 'outage-test', clientSoftwareVersion: '1', clusterId: null, nodeId: -1 });
       answer = Promise.race([request, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no ApiVersions answer within 20 s')), 20_000))]);
       answer.catch(() => undefined);
       await new Promise((r) => setTimeout(r, 1000));

@@ -30,6 +30,7 @@ import { Reader } from '../wire/reader.js';
 import { BATCH_LENGTH, Compression, LOG_OVERHEAD, MAGIC, MAGIC_V2, PARTITION_LEADER_EPOCH, batchCrcValid, buildBatch, readBatchHeader } from '../wire/record-batch.js';
 import { seededRandom } from '../wire/seeded-random.js';
 import { Writer } from '../wire/writer.js';
+import { ZERO_UUID } from '../wire/uuid.js';
 import { DEFAULT_LOG_CONFIG } from '../storage/log-config.js';
 import { PartitionLog } from '../storage/log.js';
 import { BrokerProcess, FrameClient, bundleProblem, metadataV0Request } from './test-utils.js';
@@ -61,7 +62,7 @@ function produceFrame(correlationId: number, acks: number, parts: { index: numbe
     transactionalId: null,
     acks,
     timeoutMs: 30_000,
-    topicData: [{ name: TOPIC, partitionData: parts.map((p) => ({ index: p.index, records: p.batch })) }],
+    topicData: [{ name: TOPIC, topicId: ZERO_UUID, partitionData: parts.map((p) => ({ index: p.index, records: p.batch })) }],
   });
   finishFrame(w, start);
   return w.finish();

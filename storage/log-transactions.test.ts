@@ -308,3 +308,24 @@ describe('compaction with transactions', () => {
     expect(again.collectAbortedTransactions(0n, 5n)).toEqual([{ producerId: 8n, firstOffset: 1n }]);
   });
 });
+
+describe('transactions v2 markers (KIP-890)', () => {
+  it('takes a marker at the epoch above the data, refuses one at the open transaction\'s own epoch, and lets the producer go on at the new epoch from sequence 0', () => {
+    const log = open(tempDir(), config);
+    ok(log.append(batch(7n, 3, 0, 2, { transactional: true })));
+    const late = log.appendControlMarker({ producerId: 7n, producerEpoch: 3, coordinatorEpoch: 1, commit: true, transactionVersion: 2 });
+    expect(late).toMatchObject({ ok: false, errorCode: ErrorCode.INVALID_PRODUCER_EPOCH });
+    // Version 0 markers keep the old rule: the same epoch ends the transaction.
+    const end = log.appendControlMarker({ producerId: 7n, producerEpoch: 4, coordinatorEpoch: 1, commit: true, transactionVersion: 2 });
+    expect(end.ok).toBe(true);
+    expect(log.activeProducers().find((p) => p.producerId === 7n)).toMatchObject({ producerEpoch: 4, currentTxnStartOffset: -1n });
+    // A retried marker with nothing open is written again.
+    expect(log.appendControlMarker({ producerId: 7n, producerEpoch: 4, coordinatorEpoch: 1, commit: true, transactionVersion: 2 }).ok).toBe(true);
+    // The data of the ended transaction's epoch is fenced; the next transaction starts at sequence 0.
+    expect(log.append(batch(7n, 3, 2, 1, { transactional: true }))).toMatchObject({ ok: false, errorCode: ErrorCode.INVALID_PRODUCER_EPOCH });
+    ok(log.append(batch(7n, 4, 0, 1, { transactional: true })));
+    // With the new transaction open, a marker at its epoch is a late one of the previous transaction.
+    expect(log.appendControlMarker({ producerId: 7n, producerEpoch: 4, coordinatorEpoch: 1, commit: false, transactionVersion: 2 })).toMatchObject({ ok: false, errorCode: ErrorCode.INVALID_PRODUCER_EPOCH });
+    expect(log.appendControlMarker({ producerId: 7n, producerEpoch: 4, coordinatorEpoch: 1, commit: false, transactionVersion: 0 }).ok).toBe(true);
+  });
+});

@@ -200,6 +200,8 @@ export interface ControlMarker {
   producerEpoch: number;
   coordinatorEpoch: number;
   commit: boolean;
+  /** The transaction's version (WriteTxnMarkers v2): 2 for transactions v2, whose marker carries the bumped epoch; 0 when absent. */
+  transactionVersion?: number;
 }
 
 /** One producer as DescribeProducers reports it. */
@@ -549,7 +551,7 @@ export class PartitionLog {
     const offset = this.logEndOffset;
     const now = BigInt(Math.trunc(this.now()));
     const info = this.producers.prepareUpdate(marker.producerId, 'coordinator');
-    const checked = info.appendEndTxnMarker(marker.commit, marker.coordinatorEpoch, marker.producerEpoch, offset, now);
+    const checked = info.appendEndTxnMarker(marker.commit, marker.coordinatorEpoch, marker.producerEpoch, offset, now, marker.transactionVersion ?? 0);
     if (!checked.ok) {
       return { ok: false, errorCode: checked.error.errorCode, message: checked.error.message, recordErrors: [], logStartOffset: this._logStartOffset };
     }

@@ -30,6 +30,7 @@ export const DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86400000;
 const INT32_MAX = 0x7fffffff;
 const NO_SEQUENCE = -1;
 const NO_PRODUCER_EPOCH = -1;
+const MAX_PRODUCER_EPOCH = 32767;
 const SNAPSHOT_VERSION = 1;
 /** version int16 + crc uint32; the CRC covers everything after it. */
 const SNAPSHOT_HEADER = 6;
@@ -260,6 +261,16 @@ export class ProducerAppendInfo {
    * or its coordinator epoch older than the last one seen
    * (TRANSACTION_COORDINATOR_FENCED). Ends the open transaction, returned as
    * completed; a marker without one completes nothing.
+   *
+   * A marker of transactions v2 (`transactionVersion` 2, KIP-890) carries the
+   * epoch the coordinator bumped at the end of the transaction, so it must be
+   * newer than the data's: one at the producer's current epoch is refused
+   * while a transaction is open (it is a late marker of an earlier one), and
+   * taken again, as a retry, when none is or the epoch is the last there is.
+   *
+   * Example: data of producer 7 at epoch 3 open; a v2 marker at epoch 3 ->
+   * INVALID_PRODUCER_EPOCH, at epoch 4 -> ends the transaction and the
+   * producer goes on at epoch 4 (sequence 0).
    */
   appendEndTxnMarker(
     commit: boolean,
@@ -267,10 +278,23 @@ export class ProducerAppendInfo {
     producerEpoch: number,
     offset: bigint,
     timestamp: bigint,
+    transactionVersion = 0,
   ): { ok: true; completed: CompletedTxn | null } | { ok: false; error: ProducerStateError } {
     const entry = this.updatedEntry;
-    if (producerEpoch < entry.producerEpoch && this.origin !== 'replication') {
-      return { ok: false, error: epochError(this.producerId, producerEpoch, entry.producerEpoch, offset) };
+    if (this.origin !== 'replication') {
+      const tv2 = transactionVersion >= 2;
+      const stale = tv2 ? producerEpoch <= entry.producerEpoch : producerEpoch < entry.producerEpoch;
+      const retry = tv2 && producerEpoch === entry.producerEpoch && (entry.currentTxnFirstOffset < 0n || producerEpoch === MAX_PRODUCER_EPOCH);
+      if (stale && !retry) {
+        if (producerEpoch < entry.producerEpoch) return { ok: false, error: epochError(this.producerId, producerEpoch, entry.producerEpoch, offset) };
+        return {
+          ok: false,
+          error: {
+            errorCode: ErrorCode.INVALID_PRODUCER_EPOCH,
+            message: `transactions v2 marker for producer ${this.producerId} at offset ${offset} has epoch ${producerEpoch}, the epoch of its open transaction; it must be newer`,
+          },
+        };
+      }
     }
     if (entry.coordinatorEpoch > coordinatorEpoch && this.origin !== 'replication') {
       return {

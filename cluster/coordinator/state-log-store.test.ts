@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../wire/errors.js';
+import { ZERO_UUID } from '../../wire/uuid.js';
 import { logConfig } from '../../storage/log-config.js';
 import { LogManager } from '../../storage/log-manager.js';
 import { appendErrorToResponseError } from './state-log-store.js';
@@ -62,7 +63,7 @@ function setup(): { rm: ReplicaManager; store: Store; offsets: ReturnType<typeof
   });
   const offsets = replicaOffsetsStore(rm);
   const commit = (offset: bigint): bigint => {
-    const r = offsets.append(0, recordsBatch([offsetCommitRecord('g', 't', 0, { offset, leaderEpoch: -1, metadata: '', commitTimestamp: 1n, expireTimestamp: -1n })], 1));
+    const r = offsets.append(0, recordsBatch([offsetCommitRecord('g', 't', 0, { offset, leaderEpoch: -1, metadata: '', commitTimestamp: 1n, expireTimestamp: -1n, topicId: ZERO_UUID })], 1));
     expect(r.errorCode).toBe(ErrorCode.NONE);
     return rm.logFor(GROUP_METADATA_TOPIC, 0)!.logEndOffset;
   };

@@ -43,6 +43,7 @@ import type { MetadataImage, MetadataStore } from '../metadata/metadata-image.js
 import { GROUP_METADATA_TOPIC, partitionFor } from '../coordinator/partition-for.js';
 import { appendErrorToResponseError, type OffsetsTopicStore } from '../coordinator/state-log-store.js';
 import { SystemGroupTimer, type GroupTimer } from '../coordinator/timer.js';
+import { ZERO_UUID } from '../../wire/uuid.js';
 import {
   groupMetadataRecord,
   batchesIn,
@@ -1668,6 +1669,7 @@ function offsetValue(o: CommittedOffset): OffsetCommitValueData {
     metadata: o.metadata,
     commitTimestamp: BigInt(o.commitTimestampMs),
     expireTimestamp: o.expireTimestampMs === null ? -1n : BigInt(o.expireTimestampMs),
+    topicId: ZERO_UUID,
   };
 }
 

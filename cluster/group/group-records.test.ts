@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ZERO_UUID } from '../../wire/uuid.js';
 import { deserializeRecord, groupMetadataRecord, offsetCommitRecord, recordsBatch, recordsIn, serializeRecord, subscribedTopicsOf } from './group-records.js';
 
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
@@ -6,7 +7,7 @@ const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 describe('__consumer_offsets record layouts', () => {
   // Byte layouts written out field by field from group-coordinator/OffsetCommitKey.json and friends.
   it('writes an offset commit as key version 1 and value version 3', () => {
-    const r = offsetCommitRecord('g1', 't', 3, { offset: 42n, leaderEpoch: 5, metadata: 'm', commitTimestamp: 1000n, expireTimestamp: -1n });
+    const r = offsetCommitRecord('g1', 't', 3, { offset: 42n, leaderEpoch: 5, metadata: 'm', commitTimestamp: 1000n, expireTimestamp: -1n, topicId: ZERO_UUID });
     const { key, value } = serializeRecord(r);
     expect(key).toEqual(hex('0001 0002 6731 0001 74 00000003'));
     expect(value).toEqual(hex('0003 000000000000002a 00000005 0001 6d 00000000000003e8'));
@@ -14,7 +15,7 @@ describe('__consumer_offsets record layouts', () => {
   });
 
   it('writes a commit with an expire timestamp (OffsetCommit v2-v4 retention) as value version 1', () => {
-    const r = offsetCommitRecord('g1', 't', 3, { offset: 42n, leaderEpoch: -1, metadata: '', commitTimestamp: 1000n, expireTimestamp: 2000n });
+    const r = offsetCommitRecord('g1', 't', 3, { offset: 42n, leaderEpoch: -1, metadata: '', commitTimestamp: 1000n, expireTimestamp: 2000n, topicId: ZERO_UUID });
     expect(serializeRecord(r).value).toEqual(hex('0001 000000000000002a 0000 00000000000003e8 00000000000007d0'));
   });
 
@@ -45,7 +46,7 @@ describe('__consumer_offsets record layouts', () => {
   });
 
   it('round-trips records through a stored batch', () => {
-    const records = [offsetCommitRecord('g', 't', 0, { offset: 1n, leaderEpoch: -1, metadata: '', commitTimestamp: 9n, expireTimestamp: -1n }), groupMetadataRecord('g', null)];
+    const records = [offsetCommitRecord('g', 't', 0, { offset: 1n, leaderEpoch: -1, metadata: '', commitTimestamp: 9n, expireTimestamp: -1n, topicId: ZERO_UUID }), groupMetadataRecord('g', null)];
     const batch = recordsBatch(records, 9);
     batch.writeBigInt64BE(10n, 0);
     expect([...recordsIn(batch, () => {})]).toEqual([

@@ -30,8 +30,14 @@ export type OffsetCommitValueData = OffsetCommitValueT;
 export type GroupMetadataKeyData = GroupMetadataKeyT;
 export type GroupMetadataValueData = GroupMetadataValueT;
 
+/**
+ * A key starts with its record type (Kafka 4.4's coordinator-key apiKey; 0
+ * and 1 are both offset commits, 2 a classic group), followed by the key's
+ * fields in schema version 0.
+ */
 const OFFSET_COMMIT_KEY_VERSION = 1;
 const GROUP_METADATA_KEY_VERSION = 2;
+const KEY_SCHEMA_VERSION = 0;
 const GROUP_METADATA_VALUE_VERSION = 3;
 const OFFSET_COMMIT_VALUE_VERSION = 3;
 const OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1;
@@ -64,12 +70,12 @@ function versioned(version: number, body: Buffer): Buffer {
 /** The key and value bytes of a record as they go into __consumer_offsets. */
 export function serializeRecord(r: CoordinatorRecord): { key: Buffer; value: Buffer | null } {
   if (r.kind === 'offset') {
-    const key = versioned(OFFSET_COMMIT_KEY_VERSION, encode(OffsetCommitKey, OFFSET_COMMIT_KEY_VERSION, r.key));
+    const key = versioned(OFFSET_COMMIT_KEY_VERSION, encode(OffsetCommitKey, KEY_SCHEMA_VERSION, r.key));
     if (r.value === null) return { key, value: null };
     const v = r.value.expireTimestamp !== -1n ? OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY : OFFSET_COMMIT_VALUE_VERSION;
     return { key, value: versioned(v, encode(OffsetCommitValue, v, r.value)) };
   }
-  const key = versioned(GROUP_METADATA_KEY_VERSION, encode(GroupMetadataKey, GROUP_METADATA_KEY_VERSION, r.key));
+  const key = versioned(GROUP_METADATA_KEY_VERSION, encode(GroupMetadataKey, KEY_SCHEMA_VERSION, r.key));
   if (r.value === null) return { key, value: null };
   return { key, value: versioned(GROUP_METADATA_VALUE_VERSION, encode(GroupMetadataValue, GROUP_METADATA_VALUE_VERSION, r.value)) };
 }
@@ -85,14 +91,14 @@ export function deserializeRecord(key: Buffer | null, value: Buffer | null): Coo
   if (key === null || key.length < 2) return { kind: 'skipped', reason: 'record without a versioned key' };
   const keyVersion = key.readInt16BE(0);
   if (keyVersion === 0 || keyVersion === 1) {
-    const k = decode<OffsetCommitKeyT>(OffsetCommitKey, keyVersion, key.subarray(2));
+    const k = decode<OffsetCommitKeyT>(OffsetCommitKey, KEY_SCHEMA_VERSION, key.subarray(2));
     if (!k.ok) return { kind: 'skipped', reason: k.error };
     if (value === null) return { kind: 'offset', key: k.value, value: null };
     const v = decodeValue<OffsetCommitValueT>(OffsetCommitValue, value);
     return typeof v === 'string' ? { kind: 'skipped', reason: v } : { kind: 'offset', key: k.value, value: v };
   }
   if (keyVersion === 2) {
-    const k = decode<GroupMetadataKeyT>(GroupMetadataKey, keyVersion, key.subarray(2));
+    const k = decode<GroupMetadataKeyT>(GroupMetadataKey, KEY_SCHEMA_VERSION, key.subarray(2));
     if (!k.ok) return { kind: 'skipped', reason: k.error };
     if (value === null) return { kind: 'group', key: k.value, value: null };
     const v = decodeValue<GroupMetadataValueT>(GroupMetadataValue, value);

@@ -161,7 +161,7 @@ export class BrokerChannel implements InterBrokerClient {
   private async connect(host: string, port: number, self: () => Peer): Promise<{ conn: WireConnection; versions: ReadonlyMap<number, { min: number; max: number }> }> {
     const conn = await WireConnection.open(host, port, this.connectTimeoutMs);
     self().conn = conn;
-    const body: ApiVersionsRequest = { clientSoftwareName: 'gregor-broker', clientSoftwareVersion: this.opts.softwareVersion ?? '0' };
+    const body: ApiVersionsRequest = { clientSoftwareName: 'gregor-broker', clientSoftwareVersion: this.opts.softwareVersion ?? '0', clusterId: null, nodeId: -1 };
     const answer = await conn.request<ApiVersionsResponse>(api('ApiVersions'), API_VERSIONS_VERSION, body);
     if (answer.errorCode !== ErrorCode.NONE) {
       conn.close();

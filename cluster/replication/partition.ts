@@ -44,6 +44,10 @@ export interface FetchWaiter {
 /** A transactional batch's verification with its coordinator, under way (see ReplicaManager.startTransactionVerification). */
 export interface VerificationGuard {
   readonly producerId: bigint;
+  /** The epoch of the batch being verified. */
+  readonly producerEpoch: number;
+  /** Verified the transactions v2 way (the coordinator adds the partition). */
+  readonly transactionV2: boolean;
 }
 
 /** The ISR change asked of the metadata store and not yet shown by the image. */
@@ -206,8 +210,8 @@ export class Partition {
 
   // ---- transaction verification -----------------------------------------------------------
 
-  startVerification(producerId: bigint): VerificationGuard {
-    const guard: VerificationGuard = { producerId };
+  startVerification(producerId: bigint, producerEpoch = -1, transactionV2 = false): VerificationGuard {
+    const guard: VerificationGuard = { producerId, producerEpoch, transactionV2 };
     this.verifications.set(producerId, guard);
     return guard;
   }
@@ -223,8 +227,15 @@ export class Partition {
     if (this.verifications.get(guard.producerId) === guard) this.verifications.delete(guard.producerId);
   }
 
-  /** A transaction marker of `producerId` landed: a verification under way was for the transaction it ended. */
-  voidVerification(producerId: bigint): void {
+  /**
+   * A transaction marker of `producerId` landed: a verification under way was
+   * for the transaction it ended, unless both are of transactions v2 and the
+   * verification is at the marker's epoch: that is the next transaction's,
+   * added to it by the coordinator before the marker of the previous one came.
+   */
+  voidVerification(producerId: bigint, markerEpoch = -1, transactionVersion = 0): void {
+    const guard = this.verifications.get(producerId);
+    if (guard && guard.transactionV2 && transactionVersion >= 2 && guard.producerEpoch === markerEpoch) return;
     this.verifications.delete(producerId);
   }
 

@@ -26,6 +26,9 @@ import { WireConnection, api } from '../inter-broker/kafka-connection.js';
 import { endpointFor, type MetadataImage, type MetadataStore } from '../metadata/metadata-image.js';
 import type { FollowerBatch, ReplicaManager } from './replica-manager.js';
 
+/** Fetch v18's high_watermark when the follower reports none (Kafka's default, the largest int64). */
+const NO_HIGH_WATERMARK = 9223372036854775807n;
+
 /** The little of a logger the fetchers need; a pino logger fits. */
 export interface FetcherLogger {
   warn(obj: object, msg: string): void;
@@ -281,6 +284,7 @@ class LeaderFetchLoop {
         logStartOffset: pos.logStartOffset,
         partitionMaxBytes: this.opts.partitionMaxBytes ?? PARTITION_MAX_BYTES,
         replicaDirectoryId: ZERO_UUID,
+        highWatermark: NO_HIGH_WATERMARK,
       });
     }
     this.rotation++;

@@ -134,6 +134,7 @@ export const SpecialTimestamp = {
   MAX_TIMESTAMP: -3n,
   EARLIEST_LOCAL: -4n,
   LATEST_TIERED: -5n,
+  EARLIEST_PENDING_UPLOAD: -6n,
 } as const;
 
 /**
@@ -345,6 +346,8 @@ export class ReplicaManager {
     producerEpoch: number;
     coordinatorEpoch: number;
     commit: boolean;
+    /** 2 for a transaction of transactions v2 (its marker carries the bumped epoch); 0 when absent. */
+    transactionVersion?: number;
     partitions: readonly { topic: string; partition: number }[];
   }): Promise<{ topic: string; partition: number; errorCode: number }[]> {
     // As acks=all: a marker counts once every in-sync replica has it.
@@ -363,10 +366,12 @@ export class ReplicaManager {
   private writeMarker(
     topic: string,
     partition: number,
-    m: { producerId: bigint; producerEpoch: number; coordinatorEpoch: number; commit: boolean },
+    m: { producerId: bigint; producerEpoch: number; coordinatorEpoch: number; commit: boolean; transactionVersion?: number },
   ): number {
     // A verification under way was for the transaction this marker ends: its batch must not open another.
-    this.partitionIfAny(topic, partition)?.voidVerification(m.producerId);
+    // Under transactions v2 the next transaction's first batch, at the marker's (bumped) epoch, may have been
+    // verified before the marker came: that verification stands.
+    this.partitionIfAny(topic, partition)?.voidVerification(m.producerId, m.producerEpoch, m.transactionVersion ?? 0);
     const state = this.partitionState(topic, partition);
     if (!state) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
     if (state.leader !== this.nodeId) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
@@ -408,10 +413,10 @@ export class ReplicaManager {
    * appendRecords('orders', 0, batch, -1, 'client', g) appends; had a
    * marker of producer 7 come first, it answers INVALID_TXN_STATE.
    */
-  startTransactionVerification(topic: string, partition: number, producerId: bigint, producerEpoch: number): VerificationGuard | null {
+  startTransactionVerification(topic: string, partition: number, producerId: bigint, producerEpoch: number, transactionV2 = false): VerificationGuard | null {
     const log = this.logs.get(topic, partition);
     if (log && !log.isOffline && log.hasOngoingTransaction(producerId, producerEpoch)) return null;
-    return this.partitionFor(topic, partition).startVerification(producerId);
+    return this.partitionFor(topic, partition).startVerification(producerId, producerEpoch, transactionV2);
   }
 
   /**
@@ -993,7 +998,7 @@ export class ReplicaManager {
    * offset, or log end) with the current leader epoch; EARLIEST (-2) and
    * EARLIEST_LOCAL (-4, no tiered storage here) the log start offset, with
    * the first cached epoch when it starts at or before it; LATEST_TIERED (-5)
-   * offset -1 with epoch -1 (nothing is tiered); MAX_TIMESTAMP (-3) the
+   * and EARLIEST_PENDING_UPLOAD (-6) offset -1 with epoch -1 (nothing is tiered); MAX_TIMESTAMP (-3) the
    * record with the largest timestamp; a time, the first record at or after
    * it. For those last two an answer at or past the isolation's end is
    * withheld: offset and timestamp -1, as when nothing matches. A client
@@ -1038,7 +1043,7 @@ export class ReplicaManager {
         return { errorCode: ErrorCode.NONE, timestamp: -1n, offset: log.logStartOffset, leaderEpoch };
       }
       let found: { offset: bigint; timestamp: bigint; leaderEpoch: number } | null;
-      if (timestamp === SpecialTimestamp.LATEST_TIERED) found = { ...NOTHING_FOUND };
+      if (timestamp === SpecialTimestamp.LATEST_TIERED || timestamp === SpecialTimestamp.EARLIEST_PENDING_UPLOAD) found = { ...NOTHING_FOUND };
       else if (timestamp === SpecialTimestamp.MAX_TIMESTAMP) found = log.offsetForMaxTimestamp();
       else {
         const hit = log.offsetForTimestamp(timestamp);

@@ -44,6 +44,7 @@ interface MarkerCall {
   producerEpoch: number;
   coordinatorEpoch: number;
   commit: boolean;
+  transactionVersion: number;
   partitions: { topic: string; partition: number }[];
 }
 
@@ -63,7 +64,7 @@ class FakeMarkerWriter implements TxnMarkerWriter {
     this.gate = null;
   }
 
-  async writeMarkers(req: MarkerCall): Promise<{ topic: string; partition: number; errorCode: number }[]> {
+  async writeMarkers(req: Parameters<TxnMarkerWriter['writeMarkers']>[0]): Promise<{ topic: string; partition: number; errorCode: number }[]> {
     this.calls.push({ ...req, partitions: [...req.partitions] });
     if (this.gate) await this.gate;
     return req.partitions.map(({ topic, partition }) => ({ topic, partition, errorCode: this.failures.get(`${topic}-${partition}`)?.shift() ?? ErrorCode.NONE }));
@@ -172,6 +173,7 @@ describe('TransactionCoordinator: InitProducerId', () => {
         previousProducerId: -1n,
         nextProducerId: -1n,
         producerEpoch: 32766,
+        nextProducerEpoch: -1,
         transactionTimeoutMs: 60_000,
         transactionStatus: TRANSACTION_STATE_IDS.CompleteCommit,
         transactionPartitions: [],
@@ -200,7 +202,7 @@ describe('TransactionCoordinator: transactions', () => {
     expect(h.coordinator.transaction('tx')?.state).toBe('Ongoing');
     expect(h.coordinator.endTransaction('tx', producerId, 0, true)).toBe(ErrorCode.NONE);
     await h.coordinator.markersSettled();
-    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 0, coordinatorEpoch: 5, commit: true, partitions: [T0, T1, U0] }]);
+    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 0, coordinatorEpoch: 5, commit: true, transactionVersion: 0, partitions: [T0, T1, U0] }]);
     expect(statesWritten(h, 'tx')).toEqual(['Empty', 'Ongoing', 'Ongoing', 'PrepareCommit', 'CompleteCommit']);
     const txn = h.coordinator.transaction('tx')!;
     expect(txn.state).toBe('CompleteCommit');
@@ -234,7 +236,7 @@ describe('TransactionCoordinator: transactions', () => {
     h.timer.advance(1000);
     await h.coordinator.markersSettled();
     expect(store.asked).toBe(2);
-    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 0, coordinatorEpoch: 5, commit: true, partitions: [T0] }]);
+    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 0, coordinatorEpoch: 5, commit: true, transactionVersion: 0, partitions: [T0] }]);
     expect(h.coordinator.transaction('tx')!.state).toBe('CompleteCommit');
   });
 
@@ -282,7 +284,7 @@ describe('TransactionCoordinator: transactions', () => {
     expect((await init(h, 'tx')).errorCode).toBe(ErrorCode.CONCURRENT_TRANSACTIONS);
     await h.coordinator.markersSettled();
     // The ongoing transaction was aborted with the fencing epoch.
-    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 1, coordinatorEpoch: 5, commit: false, partitions: [T0] }]);
+    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 1, coordinatorEpoch: 5, commit: false, transactionVersion: 2, partitions: [T0] }]);
     expect(statesWritten(h, 'tx')).toEqual(['Empty', 'Ongoing', 'PrepareAbort', 'CompleteAbort']);
     expect(await init(h, 'tx')).toEqual({ errorCode: 0, producerId, producerEpoch: 2 });
     expect(h.coordinator.addPartitions('tx', producerId, 0, [T0])).toBe(ErrorCode.PRODUCER_FENCED);
@@ -411,7 +413,7 @@ describe('TransactionCoordinator: timeouts and expiry', () => {
     expect(h.coordinator.transaction('tx')!.state).toBe('Ongoing');
     h.timer.advance(10_000);
     await h.coordinator.markersSettled();
-    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 1, coordinatorEpoch: 5, commit: false, partitions: [T0] }]);
+    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 1, coordinatorEpoch: 5, commit: false, transactionVersion: 2, partitions: [T0] }]);
     expect(h.coordinator.transaction('tx')).toMatchObject({ state: 'CompleteAbort', producerEpoch: 1 });
     // The producer's next request is fenced.
     expect(h.coordinator.addPartitions('tx', producerId, 0, [T0])).toBe(ErrorCode.PRODUCER_FENCED);
@@ -475,7 +477,7 @@ describe('TransactionCoordinator: loading', () => {
     expect((await init(h, 'tx')).errorCode).toBe(ErrorCode.CONCURRENT_TRANSACTIONS);
     h.markers.release();
     await h.coordinator.markersSettled();
-    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 0, coordinatorEpoch: 5, commit: state === 'PrepareCommit', partitions: [T0, U0] }]);
+    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 0, coordinatorEpoch: 5, commit: state === 'PrepareCommit', transactionVersion: 0, partitions: [T0, U0] }]);
     expect(h.coordinator.transaction('tx')!.state).toBe(state === 'PrepareCommit' ? 'CompleteCommit' : 'CompleteAbort');
   });
 
@@ -483,7 +485,7 @@ describe('TransactionCoordinator: loading', () => {
     const { h, producerId } = await reloadedIn('Ongoing');
     h.timer.advance(70_000);
     await h.coordinator.markersSettled();
-    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 1, coordinatorEpoch: 5, commit: false, partitions: [T0, U0] }]);
+    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 1, coordinatorEpoch: 5, commit: false, transactionVersion: 2, partitions: [T0, U0] }]);
   });
 
   it('reloads with the new coordinator epoch when the leader epoch changes, and drops partitions it no longer leads', async () => {
@@ -535,5 +537,96 @@ describe('TransactionCoordinator: DescribeTransactions and ListTransactions', ()
     h.coordinator.shutdown();
     expect(h.coordinator.listTransactions([], [], -1n).errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     expect(h.coordinator.describeTransaction('a').errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+  });
+});
+
+describe('TransactionCoordinator: transactions v2 (EndTxn v5)', () => {
+  it('bumps the epoch at each end, answers it, and sends markers at the bumped epoch marked version 2', async () => {
+    const h = harness();
+    const { producerId } = await init(h, 'tx');
+    // A partition leader adds the partitions for a v2 producer.
+    expect(h.coordinator.addPartitions('tx', producerId, 0, [T0, U0], 2)).toBe(ErrorCode.NONE);
+    expect(await h.coordinator.endTransactionV2('tx', producerId, 0, true)).toEqual({ errorCode: 0, producerId, producerEpoch: 1 });
+    await h.coordinator.markersSettled();
+    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 1, coordinatorEpoch: 5, commit: true, transactionVersion: 2, partitions: [T0, U0] }]);
+    expect(statesWritten(h, 'tx')).toEqual(['Empty', 'Ongoing', 'PrepareCommit', 'CompleteCommit']);
+    const written = records(h, 'tx').map((r) => [r.value!.producerEpoch, r.value!.clientTransactionVersion]);
+    expect(written).toEqual([[0, 0], [0, 2], [1, 2], [1, 2]]);
+    // The next transaction runs at epoch 1; the old epoch is fenced.
+    expect(h.coordinator.addPartitions('tx', producerId, 0, [T0], 2)).toBe(ErrorCode.PRODUCER_FENCED);
+    expect(h.coordinator.addPartitions('tx', producerId, 1, [T0], 2)).toBe(ErrorCode.NONE);
+    expect(await h.coordinator.endTransactionV2('tx', producerId, 1, false)).toEqual({ errorCode: 0, producerId, producerEpoch: 2 });
+  });
+
+  it("answers a retry of an end that already bumped with the current epoch, and the other outcome INVALID_TXN_STATE, as Kafka 4.4 does", async () => {
+    const h = harness();
+    const { producerId } = await init(h, 'tx');
+    h.coordinator.addPartitions('tx', producerId, 0, [T0], 2);
+    h.markers.hold();
+    expect(await h.coordinator.endTransactionV2('tx', producerId, 0, true)).toMatchObject({ errorCode: 0, producerEpoch: 1 });
+    // While the markers are on their way.
+    expect((await h.coordinator.endTransactionV2('tx', producerId, 0, true)).errorCode).toBe(ErrorCode.CONCURRENT_TRANSACTIONS);
+    h.markers.release();
+    await h.coordinator.markersSettled();
+    expect(await h.coordinator.endTransactionV2('tx', producerId, 0, true)).toEqual({ errorCode: 0, producerId, producerEpoch: 1 });
+    expect((await h.coordinator.endTransactionV2('tx', producerId, 0, false)).errorCode).toBe(ErrorCode.INVALID_TXN_STATE);
+    expect((await h.coordinator.endTransactionV2('tx', producerId, 1, true)).errorCode).toBe(ErrorCode.INVALID_TXN_STATE);
+    expect((await h.coordinator.endTransactionV2('tx', producerId, 5, false)).errorCode).toBe(ErrorCode.PRODUCER_FENCED);
+    expect((await h.coordinator.endTransactionV2('tx', producerId + 1n, 1, false)).errorCode).toBe(ErrorCode.INVALID_PRODUCER_ID_MAPPING);
+    // An abort with nothing open is an empty transaction, bumped all the same; its retry is answered again.
+    expect(await h.coordinator.endTransactionV2('tx', producerId, 1, false)).toEqual({ errorCode: 0, producerId, producerEpoch: 2 });
+    await h.coordinator.markersSettled();
+    expect(await h.coordinator.endTransactionV2('tx', producerId, 1, false)).toEqual({ errorCode: 0, producerId, producerEpoch: 2 });
+    expect(h.markers.calls).toHaveLength(1);
+    // Committing with nothing open is not a transaction.
+    expect((await h.coordinator.endTransactionV2('tx', producerId, 2, true)).errorCode).toBe(ErrorCode.INVALID_TXN_STATE);
+  });
+
+  it('moves to the next producer id at epoch 0 once the epochs run out, and knows the retry of that end', async () => {
+    const store = new MemoryOffsetsStore();
+    const atLast: TxnLogRecord = {
+      transactionalId: 'tx',
+      value: {
+        producerId: 42n,
+        previousProducerId: 42n,
+        nextProducerId: -1n,
+        producerEpoch: 32766,
+        nextProducerEpoch: -1,
+        transactionTimeoutMs: 60_000,
+        transactionStatus: TRANSACTION_STATE_IDS.Ongoing,
+        transactionPartitions: [{ topic: 't', partitionIds: [0] }],
+        transactionLastUpdateTimestampMs: 1n,
+        transactionStartTimestampMs: 1n,
+        clientTransactionVersion: 2,
+      },
+    };
+    store.append(partitionFor('tx', TXN_PARTITIONS), txnRecordsBatch([atLast], 1));
+    const h = harness({}, { store });
+    const end = await h.coordinator.endTransactionV2('tx', 42n, 32766, true);
+    expect(end.errorCode).toBe(ErrorCode.NONE);
+    expect(end.producerId).not.toBe(42n);
+    expect(end.producerEpoch).toBe(0);
+    await h.coordinator.markersSettled();
+    // The markers go out under the old id at the last epoch there is.
+    expect(h.markers.calls).toEqual([{ producerId: 42n, producerEpoch: 32767, coordinatorEpoch: 5, commit: true, transactionVersion: 2, partitions: [T0] }]);
+    const prepared = records(h, 'tx').find((r) => r.value?.transactionStatus === TRANSACTION_STATE_IDS.PrepareCommit)!.value!;
+    expect([prepared.producerId, prepared.producerEpoch, prepared.nextProducerId]).toEqual([42n, 32767, end.producerId]);
+    expect(h.coordinator.transaction('tx')).toMatchObject({ state: 'CompleteCommit', producerId: end.producerId, producerEpoch: 0, previousProducerId: 42n });
+    expect(await h.coordinator.endTransactionV2('tx', 42n, 32766, true)).toEqual(end);
+    // A restart finds the same state.
+    const again = h.restart();
+    expect(again.coordinator.transaction('tx')).toMatchObject({ state: 'CompleteCommit', producerId: end.producerId, producerEpoch: 0 });
+  });
+
+  it('aborts a timed-out transaction once, at the epoch above the data, so a v2 client retrying its abort is answered', async () => {
+    const h = harness({ abortTimedOutTransactionCleanupIntervalMs: 1000 });
+    const { producerId } = await init(h, 'tx', { timeoutMs: 2000 });
+    h.coordinator.addPartitions('tx', producerId, 0, [T0], 2);
+    h.timer.advance(3000);
+    await h.coordinator.markersSettled();
+    expect(h.markers.calls).toEqual([{ producerId, producerEpoch: 1, coordinatorEpoch: 5, commit: false, transactionVersion: 2, partitions: [T0] }]);
+    expect(h.coordinator.transaction('tx')).toMatchObject({ state: 'CompleteAbort', producerEpoch: 1 });
+    expect(await h.coordinator.endTransactionV2('tx', producerId, 0, false)).toEqual({ errorCode: 0, producerId, producerEpoch: 1 });
+    expect((await h.coordinator.endTransactionV2('tx', producerId, 0, true)).errorCode).toBe(ErrorCode.INVALID_TXN_STATE);
   });
 });

@@ -1,8 +1,14 @@
 /**
- * The transaction coordinator, as Kafka 4.0's TransactionCoordinator,
+ * The transaction coordinator, as Kafka 4.4's TransactionCoordinator,
  * TransactionStateManager and TransactionMarkerChannelManager run it with
- * transaction version 1 (EndTxn up to v4: the epoch does not change at the
- * end of a transaction).
+ * transaction.version 2 finalized. Each request decides which protocol its
+ * transaction follows: EndTxn up to v4 (transaction version 0/1) ends it at
+ * the producer's epoch; EndTxn v5 (transactions v2, KIP-890) bumps the epoch
+ * in the prepare record, answers the new producer id and epoch, and the
+ * markers carry the bumped epoch (and transaction version 2), so that a late
+ * write of the ended transaction is fenced. A transactions v2 producer never
+ * sends AddPartitionsToTxn: the partition leader adds the partition for it
+ * (AddPartitionsToTxn v4+ without verify_only, client_transaction_version 2).
  *
  * A transactional id belongs to one partition of __transaction_state
  * (partitionFor, as for groups); this broker coordinates the ids of the
@@ -35,8 +41,8 @@
  * written and applied without interleaving; only producer id allocation
  * and marker writing wait. Timers come from an injectable GroupTimer.
  *
- * Not implemented: transaction version 2 (KIP-890 part 2: EndTxn v5,
- * epoch bump per transaction), two-phase commit (KIP-939).
+ * Not implemented: two-phase commit (KIP-939, InitProducerId v6, which
+ * Kafka 4.4 marks unstable).
  */
 import { ErrorCode } from '../../wire/errors.js';
 import { hasPartition, type MetadataImage, type MetadataStore } from '../metadata/metadata-image.js';
@@ -46,8 +52,10 @@ import { appendErrorToResponseError, type OffsetsTopicStore } from '../coordinat
 import type { ProducerIdManager } from './producer-id-manager.js';
 import {
   IllegalTransitionError,
+  MAX_EPOCH,
   NO_PRODUCER_EPOCH,
   NO_PRODUCER_ID,
+  TRANSACTION_V2,
   TransactionMetadata,
   isEpochExhausted,
   isExpirationAllowed,
@@ -70,8 +78,17 @@ export interface TxnMarkerWriter {
     producerEpoch: number;
     coordinatorEpoch: number;
     commit: boolean;
+    /** The transaction's client_transaction_version: 2 for transactions v2. */
+    transactionVersion: number;
     partitions: readonly { topic: string; partition: number }[];
   }): Promise<{ topic: string; partition: number; errorCode: number }[]>;
+}
+
+/** What EndTxn v5 answers: the producer id and epoch the producer goes on with. */
+export interface EndTxnResult {
+  errorCode: number;
+  producerId: bigint;
+  producerEpoch: number;
 }
 
 /** The coordinator's way to its partitions of __transaction_state: the group coordinator's store, on another topic. */
@@ -376,7 +393,7 @@ export class TransactionCoordinator {
    * [{ topic: 'orders', partition: 0 }]) -> NONE, the id is Ongoing; with
    * epoch 1 instead -> PRODUCER_FENCED.
    */
-  addPartitions(transactionalId: string, producerId: bigint, producerEpoch: number, partitions: readonly TopicPartition[]): number {
+  addPartitions(transactionalId: string, producerId: bigint, producerEpoch: number, partitions: readonly TopicPartition[], clientTransactionVersion = 0): number {
     if (transactionalId === '') return ErrorCode.INVALID_REQUEST;
     const found = this.lookup(transactionalId);
     if ('error' in found) return found.error;
@@ -387,7 +404,7 @@ export class TransactionCoordinator {
     if (txn.pendingTransitionInProgress) return ErrorCode.CONCURRENT_TRANSACTIONS;
     if (txn.state === 'PrepareCommit' || txn.state === 'PrepareAbort') return ErrorCode.CONCURRENT_TRANSACTIONS;
     if (txn.state === 'Ongoing' && partitions.every((p) => txn.hasPartition(p.topic, p.partition))) return ErrorCode.NONE;
-    return this.persist(found.shard, txn, txn.prepareAddPartitions(partitions, this.timer.now()));
+    return this.persist(found.shard, txn, txn.prepareAddPartitions(partitions, this.timer.now(), clientTransactionVersion));
   }
 
   /**
@@ -460,7 +477,12 @@ export class TransactionCoordinator {
           txn.producerEpoch = producerEpoch;
           txn.lastProducerEpoch = NO_PRODUCER_EPOCH;
         }
-        transit = txn.prepareAbortOrCommit(next, this.timer.now());
+        // A timed-out transaction is aborted as transactions v2 (the finalized version) would end it: the
+        // fence's epoch, one above the data's, marked as version 2, so that a v2 client's EndTxn v5 retry at
+        // the old epoch is answered as the bump it missed.
+        transit = isEpochFence
+          ? txn.prepareAbortOrCommit(next, this.timer.now(), { nextProducerId: NO_PRODUCER_ID, bump: false, lastProducerEpoch: producerEpoch - 1 })
+          : txn.prepareAbortOrCommit(next, this.timer.now());
         break;
       }
       case 'CompleteCommit':
@@ -485,6 +507,103 @@ export class TransactionCoordinator {
     }
     this.writeMarkers(shard, txn, commit, txn.prepareComplete(this.timer.now()), 0);
     return ErrorCode.NONE;
+  }
+
+  /**
+   * EndTxn v5 (transactions v2): ends the transaction with the epoch one
+   * higher (a new producer id at epoch 0 when the epoch is the last one) and
+   * answers the producer id and epoch to go on with, once PrepareCommit or
+   * PrepareAbort is written. An abort with nothing open is an empty
+   * transaction, bumped all the same. A retry of an end that already bumped
+   * names the epoch before the bump (or the last epoch of the previous
+   * producer id) and is answered with the current ones; checks in Kafka
+   * 4.4's order: a pending change (CONCURRENT_TRANSACTIONS), the producer id
+   * (INVALID_PRODUCER_ID_MAPPING), the epoch (PRODUCER_FENCED), the state.
+   *
+   * Example: producer 5 at epoch 0 with orders-0 in its transaction:
+   * endTransactionV2('tx', 5n, 0, true) -> NONE (5n, 1), PrepareCommit at
+   * epoch 1 and markers at epoch 1; after completion the same call -> NONE
+   * (5n, 1) again; endTransactionV2('tx', 5n, 0, false) -> INVALID_TXN_STATE.
+   */
+  async endTransactionV2(transactionalId: string, producerId: bigint, producerEpoch: number, commit: boolean): Promise<EndTxnResult> {
+    const fail = (errorCode: number): EndTxnResult => ({ errorCode, producerId: NO_PRODUCER_ID, producerEpoch: NO_PRODUCER_EPOCH });
+    if (transactionalId === '') return fail(ErrorCode.INVALID_REQUEST);
+    let nextProducerId = NO_PRODUCER_ID;
+    // A producer id may have to be allocated first (the last epoch); the state is then looked at afresh.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const found = this.lookup(transactionalId);
+      if ('error' in found) return fail(found.error);
+      const { shard, txn } = found;
+      if (!txn) return fail(ErrorCode.INVALID_PRODUCER_ID_MAPPING);
+      const E = txn.producerEpoch;
+      const retryBump = E === producerEpoch + 1;
+      const retryRotation = txn.previousProducerId === producerId && producerEpoch === MAX_EPOCH - 1 && E === 0;
+      const isRetry = retryBump || retryRotation;
+      if (txn.pendingTransitionInProgress) return fail(ErrorCode.CONCURRENT_TRANSACTIONS);
+      if (txn.producerId !== producerId && !retryRotation) return fail(ErrorCode.INVALID_PRODUCER_ID_MAPPING);
+      let validEpoch: boolean;
+      switch (txn.state) {
+        case 'Ongoing':
+        case 'Empty':
+          validEpoch = producerEpoch === E;
+          break;
+        case 'PrepareCommit':
+        case 'PrepareAbort':
+          validEpoch = retryBump;
+          break;
+        default:
+          validEpoch = isRetry || producerEpoch === E;
+      }
+      if (!validEpoch) return fail(ErrorCode.PRODUCER_FENCED);
+      const current: EndTxnResult = { errorCode: ErrorCode.NONE, producerId: txn.producerId, producerEpoch: E };
+      const invalid = (): EndTxnResult => {
+        this.log.warn({ transactionalId, state: txn.state, commit }, 'EndTxn does not fit the transaction state');
+        return fail(ErrorCode.INVALID_TXN_STATE);
+      };
+      switch (txn.state) {
+        case 'Ongoing':
+          break;
+        case 'Empty':
+          if (commit) return invalid();
+          break;
+        case 'CompleteCommit':
+          if (commit) return isRetry ? current : invalid();
+          if (isRetry) return invalid();
+          break;
+        case 'CompleteAbort':
+          if (commit) return invalid();
+          if (isRetry) return current;
+          break;
+        case 'PrepareCommit':
+          return commit ? fail(ErrorCode.CONCURRENT_TRANSACTIONS) : invalid();
+        case 'PrepareAbort':
+          return commit ? invalid() : fail(ErrorCode.CONCURRENT_TRANSACTIONS);
+        case 'Dead':
+        case 'PrepareEpochFence':
+          throw new IllegalTransitionError(`${transactionalId} is in state ${txn.state}, which is never stored`);
+      }
+      if (txn.isProducerEpochExhausted && nextProducerId === NO_PRODUCER_ID) {
+        const id = await this.newProducerId();
+        if (typeof id !== 'bigint') return fail(id.error);
+        nextProducerId = id;
+        continue;
+      }
+      const transit = txn.prepareAbortOrCommit(commit ? 'PrepareCommit' : 'PrepareAbort', this.timer.now(), {
+        nextProducerId: txn.isProducerEpochExhausted ? nextProducerId : NO_PRODUCER_ID,
+      });
+      const error = this.persist(shard, txn, transit);
+      if (error !== ErrorCode.NONE) {
+        this.log.info({ transactionalId, commit, error }, 'EndTxn not written');
+        return fail(error);
+      }
+      const answer: EndTxnResult =
+        txn.nextProducerId !== NO_PRODUCER_ID
+          ? { errorCode: ErrorCode.NONE, producerId: txn.nextProducerId, producerEpoch: 0 }
+          : { errorCode: ErrorCode.NONE, producerId: txn.producerId, producerEpoch: txn.producerEpoch };
+      this.writeMarkers(shard, txn, commit, txn.prepareComplete(this.timer.now()), 0);
+      return answer;
+    }
+    return fail(ErrorCode.CONCURRENT_TRANSACTIONS);
   }
 
   // ---- markers -------------------------------------------------------------------------------
@@ -525,7 +644,14 @@ export class TransactionCoordinator {
     if (partitions.length > 0) {
       let results: { topic: string; partition: number; errorCode: number }[];
       try {
-        results = await this.markers.writeMarkers({ producerId: txn.producerId, producerEpoch: txn.producerEpoch, coordinatorEpoch: shard.coordinatorEpoch, commit, partitions });
+        results = await this.markers.writeMarkers({
+          producerId: txn.producerId,
+          producerEpoch: txn.producerEpoch,
+          coordinatorEpoch: shard.coordinatorEpoch,
+          commit,
+          transactionVersion: txn.clientTransactionVersion >= TRANSACTION_V2 ? TRANSACTION_V2 : 0,
+          partitions,
+        });
       } catch (err) {
         this.log.warn({ transactionalId, err }, 'cannot write transaction markers; will retry');
         results = [];

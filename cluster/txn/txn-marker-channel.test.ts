@@ -52,6 +52,7 @@ const REQ: MarkerRequest = {
   producerEpoch: 2,
   coordinatorEpoch: 5,
   commit: true,
+  transactionVersion: 0,
   partitions: [0, 1, 2, 3, 4].map((partition) => ({ topic: 't', partition })),
 };
 
@@ -64,14 +65,15 @@ describe('TxnMarkerChannel', () => {
     const local = new LocalWriter();
     const client = new FakeClient();
     const channel = new TxnMarkerChannel(1, store(), local, client, { warn: () => {} });
-    const results = await channel.writeMarkers(REQ);
-    expect(local.calls.map((c) => c.partitions)).toEqual([[{ topic: 't', partition: 0 }]]);
+    const results = await channel.writeMarkers({ ...REQ, transactionVersion: 2 });
+    expect(local.calls.map((c) => [c.partitions, c.transactionVersion])).toEqual([[[{ topic: 't', partition: 0 }], 2]]);
+    // WriteTxnMarkers v2 carries the transaction's version, which the leader checks the marker's epoch by.
     expect(client.sent).toEqual([
       {
         nodeId: 2,
         apiKey: 27,
-        version: 1,
-        body: { markers: [{ producerId: 7n, producerEpoch: 2, transactionResult: true, coordinatorEpoch: 5, topics: [{ name: 't', partitionIndexes: [1, 2] }] }] },
+        version: 2,
+        body: { markers: [{ producerId: 7n, producerEpoch: 2, transactionResult: true, coordinatorEpoch: 5, topics: [{ name: 't', partitionIndexes: [1, 2] }], transactionVersion: 2 }] },
       },
     ]);
     // Without a live leader the coordinator is told to retry.

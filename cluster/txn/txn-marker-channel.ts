@@ -17,8 +17,9 @@ import { api } from '../inter-broker/kafka-connection.js';
 import type { MetadataStore } from '../metadata/metadata-image.js';
 import type { TxnMarkerWriter } from './txn-coordinator.js';
 
-/** WriteTxnMarkers v1: flexible; the highest version of the API before transaction version 2. */
-const WRITE_TXN_MARKERS_VERSION = 1;
+/** WriteTxnMarkers v2 carries each marker's transaction version; a leader serving only v1 takes every marker as version 0. */
+const WRITE_TXN_MARKERS_VERSION = 2;
+const WRITE_TXN_MARKERS_MIN_VERSION = 1;
 /**
  * The leader answers once its in-sync replicas have the markers, waiting up
  * to its own request.timeout.ms: this side waits a little longer, so that
@@ -81,12 +82,13 @@ export class TxnMarkerChannel implements TxnMarkerWriter {
           transactionResult: req.commit,
           topics: [...topics].map(([name, partitionIndexes]) => ({ name, partitionIndexes })),
           coordinatorEpoch: req.coordinatorEpoch,
+          transactionVersion: req.transactionVersion,
         },
       ],
     };
     try {
       const { response } = await this.channel.request<WriteTxnMarkersResponse>(leader, api('WriteTxnMarkers'), WRITE_TXN_MARKERS_VERSION, body, {
-        minVersion: WRITE_TXN_MARKERS_VERSION,
+        minVersion: WRITE_TXN_MARKERS_MIN_VERSION,
         timeoutMs: this.requestTimeoutMs + REMOTE_ANSWER_MARGIN_MS,
       });
       const codes = new Map<string, number>();

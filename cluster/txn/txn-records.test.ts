@@ -8,6 +8,8 @@ import type { TxnTransit } from './txn-state.js';
 const ongoing: TxnTransit = {
   producerId: 7n,
   previousProducerId: 7n,
+  nextProducerId: -1n,
+  clientTransactionVersion: 0,
   producerEpoch: 3,
   lastProducerEpoch: -1,
   txnTimeoutMs: 60000,
@@ -18,11 +20,16 @@ const ongoing: TxnTransit = {
 };
 
 describe('__transaction_state records', () => {
-  it("writes Kafka's layout: key version 0, value version 0", () => {
+  it("writes Kafka 4.4's layout: key version 0, value version 1 (flexible, the previous producer id tagged)", () => {
     const { key, value } = serializeTxnRecord({ transactionalId: 'tx', value: txnLogValue(ongoing) });
     expect(key.toString('hex')).toBe('0000' + '0002' + '7478');
+    // Laid out by hand from TransactionLogValue v1: compact arrays and strings, tag 0 (previous producer id 7),
+    // the unset next producer id, next epoch and client transaction version left out.
     expect(value!.toString('hex')).toBe(
-      '0000' + '0000000000000007' + '0003' + '0000ea60' + '01' + '00000001' + '000174' + '00000002' + '00000000' + '00000001' + '00000000000003e8' + '00000000000001f4',
+      '0001' + '0000000000000007' + '0003' + '0000ea60' + '01' +
+        '02' + '0274' + '03' + '00000000' + '00000001' + '00' +
+        '00000000000003e8' + '00000000000001f4' +
+        '01' + '00' + '08' + '0000000000000007',
     );
   });
 
@@ -30,7 +37,7 @@ describe('__transaction_state records', () => {
     const empty = txnLogValue({ ...ongoing, state: 'Empty', partitions: new Map(), txnStartTimestamp: -1 });
     expect(empty.transactionPartitions).toBeNull();
     const { key, value } = serializeTxnRecord({ transactionalId: 'tx', value: empty });
-    expect(deserializeTxnRecord(key, value)).toEqual({ transactionalId: 'tx', value: { ...empty, previousProducerId: -1n } });
+    expect(deserializeTxnRecord(key, value)).toEqual({ transactionalId: 'tx', value: empty });
     expect(deserializeTxnRecord(key, null)).toEqual({ transactionalId: 'tx', value: null });
   });
 

@@ -6,8 +6,10 @@
  * A record's key is the int16 version 0 followed by TransactionLogKey (the
  * transactional id). Its value is an int16 version and TransactionLogValue
  * at that version, or null: a tombstone, written when a transactional id
- * expires. Kafka 4.0 writes value version 0 unless transaction version 2 is
- * finalized, which gregor does not offer; both versions are read.
+ * expires. Kafka 4.4 writes value version 1 (flexible, with the tagged
+ * previous and next producer ids and the client's transaction version) once
+ * transaction.version is at least 1, as gregor's is (2); both versions are
+ * read. next_producer_epoch (tag 3) is never written, as by Kafka 4.4.
  */
 import { decode, encode } from '../../wire/codec.js';
 import { ATTRIBUTES, CONTROL, MAGIC, MAGIC_V2, buildBatch, decodeRecords, wholeBatches } from '../../wire/record-batch.js';
@@ -20,8 +22,8 @@ import { TRANSACTION_STATE_IDS, TransactionMetadata, transactionStateOfId, type 
 export type TransactionLogValueData = TransactionLogValueT;
 
 const KEY_VERSION = 0;
-/** What Kafka 4.0 writes under transaction version 0 and 1. */
-const VALUE_VERSION = 0;
+/** What Kafka 4.4 writes when transaction.version is 1 or more. */
+const VALUE_VERSION = 1;
 
 /** One record of __transaction_state: a transactional id's state, or its tombstone (value null). */
 export interface TxnLogRecord {
@@ -48,14 +50,15 @@ export function txnLogValue(t: TxnTransit): TransactionLogValueT {
   return {
     producerId: t.producerId,
     previousProducerId: t.previousProducerId,
-    nextProducerId: -1n,
+    nextProducerId: t.nextProducerId,
     producerEpoch: t.producerEpoch,
+    nextProducerEpoch: -1,
     transactionTimeoutMs: t.txnTimeoutMs,
     transactionStatus: TRANSACTION_STATE_IDS[t.state],
     transactionPartitions: t.state === 'Empty' ? null : partitionsSchema(t.partitions),
     transactionLastUpdateTimestampMs: BigInt(t.txnLastUpdateTimestamp),
     transactionStartTimestampMs: BigInt(t.txnStartTimestamp),
-    clientTransactionVersion: 0,
+    clientTransactionVersion: t.clientTransactionVersion,
   };
 }
 
@@ -95,7 +98,9 @@ export function deserializeTxnRecord(key: Buffer | null, value: Buffer | null): 
 
 /**
  * A transactional id's metadata as a value describes it. Kafka keeps no
- * last epoch in the log, so a loaded id has none (-1).
+ * last epoch in the log, so a loaded id has none (-1). A prepared
+ * transactions v2 end at the last epoch keeps its next producer id, which
+ * its completion moves to.
  */
 export function metadataFromValue(transactionalId: string, v: TransactionLogValueT): TransactionMetadata {
   const state = transactionStateOfId(v.transactionStatus) ?? 'Empty';
@@ -107,7 +112,7 @@ export function metadataFromValue(transactionalId: string, v: TransactionLogValu
       partitions.set(p.topic, set);
     }
   }
-  return new TransactionMetadata(
+  const meta = new TransactionMetadata(
     transactionalId,
     v.producerId,
     v.previousProducerId,
@@ -119,6 +124,9 @@ export function metadataFromValue(transactionalId: string, v: TransactionLogValu
     Number(v.transactionStartTimestampMs),
     Number(v.transactionLastUpdateTimestampMs),
   );
+  meta.clientTransactionVersion = v.clientTransactionVersion;
+  if (state === 'PrepareCommit' || state === 'PrepareAbort') meta.nextProducerId = v.nextProducerId;
+  return meta;
 }
 
 /** One v2 batch holding `records`, uncompressed, as the coordinator appends them. */

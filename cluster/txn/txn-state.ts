@@ -1,6 +1,10 @@
 /**
- * One transactional id's state, as Kafka 4.0's TransactionMetadata keeps it
- * with transaction version 1 (no epoch bump at the end of a transaction).
+ * One transactional id's state, as Kafka 4.4's TransactionMetadata keeps it.
+ * A transaction ended by EndTxn v5 (transactions v2, KIP-890) bumps the
+ * epoch in its PrepareCommit/PrepareAbort, and one at the last epoch there is
+ * rotates to the next producer id in its Complete state; one ended by an
+ * older EndTxn keeps its epoch (transaction version 0/1). Each change
+ * records which of the two the client used (client_transaction_version).
  *
  * A change goes in two steps: `prepare*` checks that the target state may
  * follow the current one, records it as the pending state and returns the
@@ -56,7 +60,8 @@ const VALID_PREVIOUS: Readonly<Record<TransactionStateName, readonly Transaction
   Empty: ['Empty', 'CompleteCommit', 'CompleteAbort'],
   Ongoing: ['Ongoing', 'Empty', 'CompleteCommit', 'CompleteAbort'],
   PrepareCommit: ['Ongoing'],
-  PrepareAbort: ['Ongoing', 'PrepareEpochFence'],
+  // Transactions v2 may abort with nothing open (an "empty abort"), bumping the epoch.
+  PrepareAbort: ['Ongoing', 'PrepareEpochFence', 'Empty', 'CompleteCommit', 'CompleteAbort'],
   CompleteCommit: ['PrepareCommit'],
   CompleteAbort: ['PrepareAbort'],
   Dead: ['Empty', 'CompleteAbort', 'CompleteCommit'],
@@ -71,7 +76,9 @@ export function isExpirationAllowed(state: TransactionStateName): boolean {
 export const NO_PRODUCER_ID = -1n;
 export const NO_PRODUCER_EPOCH = -1;
 /** Epochs stop at 32766, so that the coordinator can always fence with one more. */
-const MAX_EPOCH = 32767;
+export const MAX_EPOCH = 32767;
+/** client_transaction_version of a transaction ended the transactions v2 way. */
+export const TRANSACTION_V2 = 2;
 
 export function isEpochExhausted(epoch: number): boolean {
   return epoch >= MAX_EPOCH - 1;
@@ -89,6 +96,10 @@ export type PartitionSet = ReadonlyMap<string, ReadonlySet<number>>;
 export interface TxnTransit {
   readonly producerId: bigint;
   readonly previousProducerId: bigint;
+  /** The producer id a transactions v2 end at the last epoch moves to once complete; -1n otherwise. */
+  readonly nextProducerId: bigint;
+  /** 2 when the client of this change uses transactions v2, else 0. */
+  readonly clientTransactionVersion: number;
   readonly producerEpoch: number;
   readonly lastProducerEpoch: number;
   readonly txnTimeoutMs: number;
@@ -137,6 +148,10 @@ export class TransactionMetadata {
    * in memory without telling any client; the next fence reuses it.
    */
   hasFailedEpochFence = false;
+  /** Set by a transactions v2 PrepareCommit/PrepareAbort at the last epoch: the producer id its completion moves to. */
+  nextProducerId: bigint = NO_PRODUCER_ID;
+  /** 2 once the current transaction is run the transactions v2 way, else 0. */
+  clientTransactionVersion = 0;
   private readonly topicPartitions: Map<string, Set<number>>;
 
   constructor(
@@ -226,8 +241,12 @@ export class TransactionMetadata {
     return this.prepareTransitionTo('Empty', newProducerId, 0, recordLastEpoch ? this.producerEpoch : NO_PRODUCER_EPOCH, newTxnTimeoutMs, new Map(), -1, now);
   }
 
-  /** AddPartitionsToTxn / AddOffsetsToTxn: the transaction goes on with more partitions; a new one starts now. */
-  prepareAddPartitions(added: readonly TopicPartition[], now: number): TxnTransit {
+  /**
+   * AddPartitionsToTxn / AddOffsetsToTxn: the transaction goes on with more
+   * partitions; a new one starts now. `clientTransactionVersion` 2 when a
+   * partition leader adds them for a transactions v2 producer.
+   */
+  prepareAddPartitions(added: readonly TopicPartition[], now: number, clientTransactionVersion = 0): TxnTransit {
     const start = this.state === 'Empty' || this.state === 'CompleteAbort' || this.state === 'CompleteCommit' ? now : this.txnStartTimestamp;
     const partitions = copyPartitions(this.topicPartitions);
     for (const { topic, partition } of added) {
@@ -235,19 +254,54 @@ export class TransactionMetadata {
       if (!ps) partitions.set(topic, (ps = new Set()));
       ps.add(partition);
     }
-    return this.prepareTransitionTo('Ongoing', this.producerId, this.producerEpoch, this.lastProducerEpoch, this.txnTimeoutMs, partitions, start, now);
+    return this.prepareTransitionTo('Ongoing', this.producerId, this.producerEpoch, this.lastProducerEpoch, this.txnTimeoutMs, partitions, start, now, { clientTransactionVersion });
   }
 
-  /** EndTxn: PrepareCommit or PrepareAbort, same epoch (transaction version 1). */
-  prepareAbortOrCommit(state: 'PrepareCommit' | 'PrepareAbort', now: number): TxnTransit {
-    return this.prepareTransitionTo(state, this.producerId, this.producerEpoch, this.lastProducerEpoch, this.txnTimeoutMs, this.topicPartitions, this.txnStartTimestamp, now);
+  /**
+   * EndTxn: PrepareCommit or PrepareAbort. Transaction version 0/1 (EndTxn
+   * up to v4) keeps the epoch. Transactions v2 (`v2` set) raises it by one
+   * (the markers carry the raised epoch, fencing the transaction's own late
+   * writes) and, at the last epoch there is, names `nextProducerId`, which the
+   * completion moves to at epoch 0. An abort with nothing open (from Empty or
+   * a Complete state) starts and ends an empty transaction now.
+   */
+  prepareAbortOrCommit(
+    state: 'PrepareCommit' | 'PrepareAbort',
+    now: number,
+    v2?: { nextProducerId: bigint; bump?: boolean; lastProducerEpoch?: number },
+  ): TxnTransit {
+    if (!v2) {
+      return this.prepareTransitionTo(state, this.producerId, this.producerEpoch, this.lastProducerEpoch, this.txnTimeoutMs, this.topicPartitions, this.txnStartTimestamp, now, { clientTransactionVersion: 0 });
+    }
+    const empty = this.state !== 'Ongoing';
+    const bump = v2.bump ?? true;
+    const epoch = bump && this.producerEpoch < MAX_EPOCH ? this.producerEpoch + 1 : this.producerEpoch;
+    const last = v2.lastProducerEpoch ?? this.producerEpoch;
+    return this.prepareTransitionTo(state, this.producerId, epoch, last, this.txnTimeoutMs, empty ? new Map() : this.topicPartitions, empty ? now : this.txnStartTimestamp, now, {
+      clientTransactionVersion: TRANSACTION_V2,
+      nextProducerId: v2.nextProducerId,
+    });
   }
 
-  /** Every marker is written: CompleteCommit or CompleteAbort, without partitions. */
+  /**
+   * Every marker is written: CompleteCommit or CompleteAbort, without
+   * partitions; at the next producer id (epoch 0) when the prepare named one.
+   */
   prepareComplete(now: number): TxnTransit {
     const state = this.state === 'PrepareCommit' ? 'CompleteCommit' : 'CompleteAbort';
     this.hasFailedEpochFence = false;
-    return this.prepareTransitionTo(state, this.producerId, this.producerEpoch, this.lastProducerEpoch, this.txnTimeoutMs, new Map(), this.txnStartTimestamp, now);
+    const rotate = this.nextProducerId !== NO_PRODUCER_ID;
+    return this.prepareTransitionTo(
+      state,
+      rotate ? this.nextProducerId : this.producerId,
+      rotate ? 0 : this.producerEpoch,
+      this.lastProducerEpoch,
+      this.txnTimeoutMs,
+      new Map(),
+      this.txnStartTimestamp,
+      now,
+      { clientTransactionVersion: this.clientTransactionVersion },
+    );
   }
 
   /** The transactional id expires: its tombstone is written, then it is forgotten. */
@@ -264,6 +318,7 @@ export class TransactionMetadata {
     partitions: PartitionSet,
     txnStartTimestamp: number,
     now: number,
+    v2: { clientTransactionVersion?: number; nextProducerId?: bigint } = {},
   ): TxnTransit {
     if (this.pendingState !== null) {
       throw new IllegalTransitionError(`${this.transactionalId}: preparing ${state} while ${this.pendingState} is pending`);
@@ -277,6 +332,8 @@ export class TransactionMetadata {
     return {
       producerId,
       previousProducerId: this.producerId,
+      nextProducerId: v2.nextProducerId ?? NO_PRODUCER_ID,
+      clientTransactionVersion: v2.clientTransactionVersion ?? this.clientTransactionVersion,
       producerEpoch,
       lastProducerEpoch,
       txnTimeoutMs,
@@ -315,22 +372,47 @@ export class TransactionMetadata {
         }
         break;
       case 'PrepareCommit':
-      case 'PrepareAbort':
-        if (!sameProducer || !isSubset(this.topicPartitions, t.partitions) || !isSubset(t.partitions, this.topicPartitions) || this.txnStartTimestamp !== t.txnStartTimestamp) {
+      case 'PrepareAbort': {
+        const bumped = t.producerId === this.producerId && (t.producerEpoch === this.producerEpoch + 1 || (t.producerEpoch === MAX_EPOCH && this.producerEpoch === MAX_EPOCH));
+        if (t.clientTransactionVersion >= TRANSACTION_V2 && bumped && this.state !== 'Ongoing') {
+          // An empty abort: nothing was open.
+          if (partitionCount(t.partitions) > 0) fail('an empty abort with partitions');
+          this.txnStartTimestamp = t.txnStartTimestamp;
+          this.topicPartitions.clear();
+        } else if (
+          !(sameProducer || (t.clientTransactionVersion >= TRANSACTION_V2 && bumped)) ||
+          !isSubset(this.topicPartitions, t.partitions) ||
+          !isSubset(t.partitions, this.topicPartitions) ||
+          this.txnStartTimestamp !== t.txnStartTimestamp
+        ) {
           fail('the transaction changed');
         }
+        this.producerEpoch = t.producerEpoch;
+        this.lastProducerEpoch = t.lastProducerEpoch;
+        this.nextProducerId = t.nextProducerId;
         break;
+      }
       case 'CompleteCommit':
-      case 'CompleteAbort':
-        if (!sameProducer || t.txnStartTimestamp === -1) fail('the transaction changed');
+      case 'CompleteAbort': {
+        const rotated = this.nextProducerId !== NO_PRODUCER_ID && t.producerId === this.nextProducerId && t.producerEpoch === 0;
+        if (!(sameProducer || rotated) || t.txnStartTimestamp === -1) fail('the transaction changed');
+        if (rotated) {
+          this.previousProducerId = t.previousProducerId;
+          this.producerId = t.producerId;
+          this.producerEpoch = 0;
+          this.lastProducerEpoch = NO_PRODUCER_EPOCH;
+        }
+        this.nextProducerId = NO_PRODUCER_ID;
         this.txnStartTimestamp = t.txnStartTimestamp;
         this.topicPartitions.clear();
         break;
+      }
       case 'PrepareEpochFence':
       case 'Dead':
         fail('never written as a state');
     }
     this.txnLastUpdateTimestamp = t.txnLastUpdateTimestamp;
+    this.clientTransactionVersion = t.clientTransactionVersion;
     this.pendingState = null;
     this.state = t.state;
   }

@@ -49,6 +49,13 @@ class LocalCoordinator {
     this.asked.push([...partitions]);
     return partitions.map((p) => ({ ...p, errorCode: ErrorCode.NONE }));
   }
+  addPartitions(_id: string, _pid: bigint, _epoch: number, partitions: readonly TopicPartition[]): number {
+    this.asked.push([...partitions]);
+    return ErrorCode.NONE;
+  }
+  async replicated(_id: string): Promise<number> {
+    return ErrorCode.NONE;
+  }
 }
 
 class FakeClient implements InterBrokerClient {

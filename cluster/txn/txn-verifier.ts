@@ -9,6 +9,10 @@
  * TransactionCoordinator answers; otherwise an AddPartitionsToTxn request
  * with verify_only (v4, the batched form brokers send) goes to it.
  *
+ * A producer of transactions v2 (Produce v12+, TxnOffsetCommit v5+) never
+ * adds its partitions itself: the same request without verify_only (`add`)
+ * has the coordinator add them (KIP-890 part 2).
+ *
  * Answers per partition are the coordinator's: NONE, TRANSACTION_ABORTABLE
  * (not in the transaction), INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED,
  * CONCURRENT_TRANSACTIONS, or, when the coordinator cannot be found or
@@ -23,10 +27,12 @@ import { BrokerRequestError, type InterBrokerClient } from '../inter-broker/brok
 import { api } from '../inter-broker/kafka-connection.js';
 import type { MetadataStore } from '../metadata/metadata-image.js';
 import { TRANSACTION_STATE_TOPIC, type TransactionCoordinator } from './txn-coordinator.js';
-import type { TopicPartition } from './txn-state.js';
+import { TRANSACTION_V2, type TopicPartition } from './txn-state.js';
 
 /** The batched AddPartitionsToTxn, the first version with verify_only. */
 const VERIFY_VERSION = 4;
+/** What a Kafka 4.4 broker sends to add partitions for a transactions v2 producer (v4 on a coordinator that serves no more). */
+const ADD_VERSION = 5;
 
 export interface TxnVerifierLogger {
   warn(obj: object, msg: string): void;
@@ -41,7 +47,7 @@ export class TransactionVerifier {
   constructor(
     private readonly nodeId: number,
     private readonly metadata: MetadataStore,
-    private readonly coordinator: Pick<TransactionCoordinator, 'verifyPartitions'>,
+    private readonly coordinator: Pick<TransactionCoordinator, 'verifyPartitions' | 'addPartitions' | 'replicated'>,
     /** null on a broker of its own: every coordinator is this broker. */
     private readonly channel: InterBrokerClient | null,
     private readonly log: TxnVerifierLogger,
@@ -82,18 +88,24 @@ export class TransactionVerifier {
    * epoch 0) on whichever broker coordinates it: verify('tx', 7n, 0,
    * [orders-0, orders-1]) -> [orders-0 NONE, orders-1 TRANSACTION_ABORTABLE].
    */
-  async verify(transactionalId: string, producerId: bigint, producerEpoch: number, partitions: readonly TopicPartition[]): Promise<VerifiedPartition[]> {
+  async verify(transactionalId: string, producerId: bigint, producerEpoch: number, partitions: readonly TopicPartition[], add = false): Promise<VerifiedPartition[]> {
     const all = (errorCode: number): VerifiedPartition[] => partitions.map((p) => ({ topic: p.topic, partition: p.partition, errorCode }));
     const image = this.metadata.image();
     const stateTopic = image.topics.get(TRANSACTION_STATE_TOPIC);
     if (!stateTopic || stateTopic.partitions.length === 0) return all(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     const leader = stateTopic.partitions[partitionFor(transactionalId, stateTopic.partitions.length)]?.leader ?? -1;
-    if (leader === this.nodeId || this.channel === null) return this.coordinator.verifyPartitions(transactionalId, producerId, producerEpoch, partitions);
+    if (leader === this.nodeId || this.channel === null) {
+      if (!add) return this.coordinator.verifyPartitions(transactionalId, producerId, producerEpoch, partitions);
+      let code = this.coordinator.addPartitions(transactionalId, producerId, producerEpoch, partitions, TRANSACTION_V2);
+      // Added is added once it is on every in-sync replica of the id's partition, as the remote answer is.
+      if (code === ErrorCode.NONE) code = await this.coordinator.replicated(transactionalId);
+      return all(code);
+    }
     if (leader < 0 || !image.brokers.has(leader)) return all(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     const topics = new Map<string, number[]>();
     for (const p of partitions) topics.set(p.topic, [...(topics.get(p.topic) ?? []), p.partition]);
     const body: AddPartitionsToTxnRequest = {
-      transactions: [{ transactionalId, producerId, producerEpoch, verifyOnly: true, topics: [...topics].map(([name, ps]) => ({ name, partitions: ps })) }],
+      transactions: [{ transactionalId, producerId, producerEpoch, verifyOnly: !add, topics: [...topics].map(([name, ps]) => ({ name, partitions: ps })) }],
       v3AndBelowTransactionalId: '',
       v3AndBelowProducerId: -1n,
       v3AndBelowProducerEpoch: -1,
@@ -101,7 +113,7 @@ export class TransactionVerifier {
     };
     let response: AddPartitionsToTxnResponse;
     try {
-      ({ response } = await this.channel.request<AddPartitionsToTxnResponse>(leader, api('AddPartitionsToTxn'), VERIFY_VERSION, body, { minVersion: VERIFY_VERSION }));
+      ({ response } = await this.channel.request<AddPartitionsToTxnResponse>(leader, api('AddPartitionsToTxn'), add ? ADD_VERSION : VERIFY_VERSION, body, { minVersion: VERIFY_VERSION }));
     } catch (err) {
       this.log.warn({ transactionalId, coordinator: leader, err: (err as Error).message }, 'cannot reach the transaction coordinator to verify a transactional write');
       return all(err instanceof BrokerRequestError && err.errorCode === ErrorCode.NOT_LEADER_OR_FOLLOWER ? ErrorCode.NOT_COORDINATOR : ErrorCode.COORDINATOR_NOT_AVAILABLE);

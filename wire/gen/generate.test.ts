@@ -2,7 +2,7 @@ import { readFileSync, existsSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PROTOCOL_SOURCE_DIRS, defaultProtocolDir, generateAll, kebab } from './generate.js';
-import { errorCodeFacts, withoutProse } from './refresh-protocol.js';
+import { errorCodeFacts, mergeErrorCodes, mergeMessage, shapeAt, withoutProse } from './refresh-protocol.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const protocolDir = defaultProtocolDir(root);
@@ -36,6 +36,38 @@ describe('generated declarations', () => {
     const source = { name: 'XRequest', fields: [{ name: 'A', type: 'int32', versions: '0+', about: 'text', fields: [{ name: 'B', type: 'string', about: 'more' }] }] };
     expect(withoutProse(source)).toEqual({ name: 'XRequest', fields: [{ name: 'A', type: 'int32', versions: '0+', fields: [{ name: 'B', type: 'string' }] }] });
     expect(errorCodeFacts('code\tname\tmessage\tretriable\n0\tNONE\tfine\tno\n7\tREQUEST_TIMED_OUT\tslow\tyes\n')).toBe('code\tname\tretriable\n0\tNONE\tno\n7\tREQUEST_TIMED_OUT\tyes\n');
+  });
+
+  it('merge a release with an older snapshot: the release for its versions, the snapshot for the versions the release removed', () => {
+    const older = {
+      name: 'XRequest', validVersions: '0-2', flexibleVersions: '2+',
+      fields: [
+        { name: 'TopicName', type: 'string', versions: '0-1' },
+        { name: 'Topic', type: 'string', versions: '2+' },
+        { name: 'Count', type: 'int32', versions: '0+' },
+      ],
+    };
+    const current = {
+      name: 'XRequest', validVersions: '2-3', flexibleVersions: '2+',
+      fields: [
+        { name: 'Topic', type: 'string', versions: '2-2' },
+        { name: 'TopicId', type: 'uuid', versions: '3+' },
+        { name: 'Count', type: 'int32', versions: '2+' },
+      ],
+    };
+    const merged = mergeMessage(current, older, 'XRequest');
+    expect(merged.validVersions).toBe('0-3');
+    for (const v of [0, 1]) expect(shapeAt(merged, v)).toBe(shapeAt(older, v));
+    for (const v of [2, 3]) expect(shapeAt(merged, v)).toBe(shapeAt(current, v));
+    expect(shapeAt(merged, 0)).toBe('TopicName:string,Count:int32');
+    expect(shapeAt(merged, 3)).toBe('flexible TopicId:uuid,Count:int32');
+    // A field whose type changed between the two cannot be merged.
+    expect(() => mergeMessage({ ...current, fields: [{ name: 'Count', type: 'int64', versions: '2+' }] }, older, 'XRequest')).toThrow(/type int32 became int64/);
+    // An API the release no longer has keeps the snapshot's definition.
+    expect(mergeMessage({ name: 'XRequest', validVersions: 'none' }, older, 'XRequest')).toBe(older);
+    expect(mergeErrorCodes('code\tname\tretriable\n0\tNONE\tno\n129\tREBOOTSTRAP_REQUIRED\tno\n', 'code\tname\tretriable\n0\tNONE\tno\n7\tREQUEST_TIMED_OUT\tyes\n')).toBe(
+      'code\tname\tretriable\n0\tNONE\tno\n7\tREQUEST_TIMED_OUT\tyes\n129\tREBOOTSTRAP_REQUIRED\tno\n',
+    );
   });
 
   it('name modules in kebab case', () => {

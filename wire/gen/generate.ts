@@ -1,7 +1,7 @@
 /**
  * Produces wire/messages/*.ts and wire/errors.ts from Kafka's protocol facts in
- * wire/gen/protocol (copied from ../shared/kafka-protocol by
- * wire/gen/refresh-protocol.ts). Only facts are carried over (names, types,
+ * wire/gen/protocol (merged from Kafka 4.4.0's definitions and an older
+ * snapshot by wire/gen/refresh-protocol.ts). Only facts are carried over (names, types,
  * version ranges, nullability, tags, defaults).
  *
  * Run: npm run generate. A test regenerates in memory and compares with the
@@ -208,7 +208,7 @@ export function generateErrors(tsv: string): string {
 }
 
 /** The folders of protocol facts, each of message definitions. */
-export const PROTOCOL_SOURCE_DIRS = ['messages', 'group-coordinator', 'transaction-coordinator'];
+export const PROTOCOL_SOURCE_DIRS = ['messages', 'group-coordinator', 'transaction-coordinator', 'share-coordinator'];
 
 /** Every generated file, keyed by its path relative to the repository root. */
 export function generateAll(protocolDir: string): Map<string, string> {

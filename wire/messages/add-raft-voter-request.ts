@@ -13,13 +13,14 @@ export interface AddRaftVoterRequest {
   voterId: number;
   voterDirectoryId: string;
   listeners: Listener[];
+  ackWhenCommitted: boolean;
 }
 
 export const AddRaftVoterRequest: MessageDecl = {
   name: "AddRaftVoterRequest",
   apiKey: 80,
   kind: "request",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "clusterId", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
@@ -31,5 +32,6 @@ export const AddRaftVoterRequest: MessageDecl = {
         { name: "host", type: "string", versions: [0, OPEN_MAX] },
         { name: "port", type: "uint16", versions: [0, OPEN_MAX] },
       ] },
+    { name: "ackWhenCommitted", type: "bool", versions: [1, OPEN_MAX], default: true },
   ],
 };

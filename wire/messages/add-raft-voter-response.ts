@@ -11,7 +11,7 @@ export const AddRaftVoterResponse: MessageDecl = {
   name: "AddRaftVoterResponse",
   apiKey: 80,
   kind: "response",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },

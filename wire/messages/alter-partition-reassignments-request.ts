@@ -13,6 +13,7 @@ export interface ReassignableTopic {
 
 export interface AlterPartitionReassignmentsRequest {
   timeoutMs: number;
+  allowReplicationFactorChange: boolean;
   topics: ReassignableTopic[];
 }
 
@@ -20,10 +21,11 @@ export const AlterPartitionReassignmentsRequest: MessageDecl = {
   name: "AlterPartitionReassignmentsRequest",
   apiKey: 45,
   kind: "request",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "timeoutMs", type: "int32", versions: [0, OPEN_MAX], default: 60000 },
+    { name: "allowReplicationFactorChange", type: "bool", versions: [1, OPEN_MAX], default: true },
     { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "ReassignableTopic", fields: [
         { name: "name", type: "string", versions: [0, OPEN_MAX] },
         { name: "partitions", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "ReassignablePartition", fields: [

@@ -14,6 +14,7 @@ export interface ReassignableTopicResponse {
 
 export interface AlterPartitionReassignmentsResponse {
   throttleTimeMs: number;
+  allowReplicationFactorChange: boolean;
   errorCode: number;
   errorMessage: string | null;
   responses: ReassignableTopicResponse[];
@@ -23,10 +24,11 @@ export const AlterPartitionReassignmentsResponse: MessageDecl = {
   name: "AlterPartitionReassignmentsResponse",
   apiKey: 45,
   kind: "response",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },
+    { name: "allowReplicationFactorChange", type: "bool", versions: [1, OPEN_MAX], default: true },
     { name: "errorCode", type: "int16", versions: [0, OPEN_MAX] },
     { name: "errorMessage", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
     { name: "responses", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "ReassignableTopicResponse", fields: [

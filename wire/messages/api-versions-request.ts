@@ -4,16 +4,20 @@ import { OPEN_MAX, type MessageDecl } from '../schema.js';
 export interface ApiVersionsRequest {
   clientSoftwareName: string;
   clientSoftwareVersion: string;
+  clusterId: string | null;
+  nodeId: number;
 }
 
 export const ApiVersionsRequest: MessageDecl = {
   name: "ApiVersionsRequest",
   apiKey: 18,
   kind: "request",
-  versions: [0, 4],
+  versions: [0, 5],
   flexible: [3, OPEN_MAX],
   fields: [
     { name: "clientSoftwareName", type: "string", versions: [3, OPEN_MAX] },
     { name: "clientSoftwareVersion", type: "string", versions: [3, OPEN_MAX] },
+    { name: "clusterId", type: "string", versions: [5, OPEN_MAX], nullable: [5, OPEN_MAX], default: null },
+    { name: "nodeId", type: "int32", versions: [5, OPEN_MAX], default: -1 },
   ],
 };

@@ -33,7 +33,7 @@ export const ApiVersionsResponse: MessageDecl = {
   name: "ApiVersionsResponse",
   apiKey: 18,
   kind: "response",
-  versions: [0, 4],
+  versions: [0, 5],
   flexible: [3, OPEN_MAX],
   fields: [
     { name: "errorCode", type: "int16", versions: [0, OPEN_MAX] },

@@ -8,13 +8,14 @@ export interface BrokerHeartbeatRequest {
   wantFence: boolean;
   wantShutDown: boolean;
   offlineLogDirs: string[];
+  cordonedLogDirs: string[] | null;
 }
 
 export const BrokerHeartbeatRequest: MessageDecl = {
   name: "BrokerHeartbeatRequest",
   apiKey: 63,
   kind: "request",
-  versions: [0, 1],
+  versions: [0, 2],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "brokerId", type: "int32", versions: [0, OPEN_MAX] },
@@ -23,5 +24,6 @@ export const BrokerHeartbeatRequest: MessageDecl = {
     { name: "wantFence", type: "bool", versions: [0, OPEN_MAX] },
     { name: "wantShutDown", type: "bool", versions: [0, OPEN_MAX] },
     { name: "offlineLogDirs", type: "uuid", array: true, versions: [1, OPEN_MAX], tag: 0, tagged: [1, OPEN_MAX] },
+    { name: "cordonedLogDirs", type: "uuid", array: true, versions: [2, OPEN_MAX], nullable: [2, OPEN_MAX], tag: 1, tagged: [2, OPEN_MAX], default: null },
   ],
 };

@@ -13,7 +13,7 @@ export const BrokerHeartbeatResponse: MessageDecl = {
   name: "BrokerHeartbeatResponse",
   apiKey: 63,
   kind: "response",
-  versions: [0, 1],
+  versions: [0, 2],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },

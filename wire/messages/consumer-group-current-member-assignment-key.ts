@@ -8,11 +8,12 @@ export interface ConsumerGroupCurrentMemberAssignmentKey {
 
 export const ConsumerGroupCurrentMemberAssignmentKey: MessageDecl = {
   name: "ConsumerGroupCurrentMemberAssignmentKey",
+  apiKey: 8,
   kind: "data",
-  versions: [8, 8],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "groupId", type: "string", versions: [8, 8] },
-    { name: "memberId", type: "string", versions: [8, 8] },
+    { name: "groupId", type: "string", versions: [0, 0] },
+    { name: "memberId", type: "string", versions: [0, 0] },
   ],
 };

@@ -4,6 +4,7 @@ import { OPEN_MAX, type MessageDecl } from '../schema.js';
 export interface TopicPartitions {
   topicId: string;
   partitions: number[];
+  assignmentEpochs: number[] | null;
 }
 
 export interface ConsumerGroupCurrentMemberAssignmentValue {
@@ -16,6 +17,7 @@ export interface ConsumerGroupCurrentMemberAssignmentValue {
 
 export const ConsumerGroupCurrentMemberAssignmentValue: MessageDecl = {
   name: "ConsumerGroupCurrentMemberAssignmentValue",
+  apiKey: 8,
   kind: "data",
   versions: [0, 0],
   flexible: [0, OPEN_MAX],
@@ -26,10 +28,12 @@ export const ConsumerGroupCurrentMemberAssignmentValue: MessageDecl = {
     { name: "assignedPartitions", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "TopicPartitions", fields: [
         { name: "topicId", type: "uuid", versions: [0, OPEN_MAX] },
         { name: "partitions", type: "int32", array: true, versions: [0, OPEN_MAX] },
+        { name: "assignmentEpochs", type: "int32", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], tag: 0, tagged: [0, OPEN_MAX], default: null },
       ] },
     { name: "partitionsPendingRevocation", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "TopicPartitions", fields: [
         { name: "topicId", type: "uuid", versions: [0, OPEN_MAX] },
         { name: "partitions", type: "int32", array: true, versions: [0, OPEN_MAX] },
+        { name: "assignmentEpochs", type: "int32", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], tag: 0, tagged: [0, OPEN_MAX], default: null },
       ] },
   ],
 };

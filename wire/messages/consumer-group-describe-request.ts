@@ -10,7 +10,7 @@ export const ConsumerGroupDescribeRequest: MessageDecl = {
   name: "ConsumerGroupDescribeRequest",
   apiKey: 69,
   kind: "request",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "groupIds", type: "string", array: true, versions: [0, OPEN_MAX] },

@@ -22,6 +22,7 @@ export interface Member {
   subscribedTopicRegex: string | null;
   assignment: Assignment;
   targetAssignment: Assignment;
+  memberType: number;
 }
 
 export interface DescribedGroup {
@@ -45,7 +46,7 @@ export const ConsumerGroupDescribeResponse: MessageDecl = {
   name: "ConsumerGroupDescribeResponse",
   apiKey: 69,
   kind: "response",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },
@@ -80,6 +81,7 @@ export const ConsumerGroupDescribeResponse: MessageDecl = {
                     { name: "partitions", type: "int32", array: true, versions: [0, OPEN_MAX] },
                   ] },
               ] },
+            { name: "memberType", type: "int8", versions: [1, OPEN_MAX], default: -1 },
           ] },
         { name: "authorizedOperations", type: "int32", versions: [0, OPEN_MAX], default: -2147483648 },
       ] },

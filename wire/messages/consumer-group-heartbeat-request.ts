@@ -25,7 +25,6 @@ export const ConsumerGroupHeartbeatRequest: MessageDecl = {
   kind: "request",
   versions: [0, 1],
   flexible: [0, OPEN_MAX],
-  latestUnstable: true,
   fields: [
     { name: "groupId", type: "string", versions: [0, OPEN_MAX] },
     { name: "memberId", type: "string", versions: [0, OPEN_MAX] },

@@ -8,11 +8,12 @@ export interface ConsumerGroupMemberMetadataKey {
 
 export const ConsumerGroupMemberMetadataKey: MessageDecl = {
   name: "ConsumerGroupMemberMetadataKey",
+  apiKey: 5,
   kind: "data",
-  versions: [5, 5],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "groupId", type: "string", versions: [5, 5] },
-    { name: "memberId", type: "string", versions: [5, 5] },
+    { name: "groupId", type: "string", versions: [0, 0] },
+    { name: "memberId", type: "string", versions: [0, 0] },
   ],
 };

@@ -25,6 +25,7 @@ export interface ConsumerGroupMemberMetadataValue {
 
 export const ConsumerGroupMemberMetadataValue: MessageDecl = {
   name: "ConsumerGroupMemberMetadataValue",
+  apiKey: 5,
   kind: "data",
   versions: [0, 0],
   flexible: [0, OPEN_MAX],

@@ -7,10 +7,11 @@ export interface ConsumerGroupMetadataKey {
 
 export const ConsumerGroupMetadataKey: MessageDecl = {
   name: "ConsumerGroupMetadataKey",
+  apiKey: 3,
   kind: "data",
-  versions: [3, 3],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "groupId", type: "string", versions: [3, 3] },
+    { name: "groupId", type: "string", versions: [0, 0] },
   ],
 };

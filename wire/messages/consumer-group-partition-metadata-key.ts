@@ -7,10 +7,11 @@ export interface ConsumerGroupPartitionMetadataKey {
 
 export const ConsumerGroupPartitionMetadataKey: MessageDecl = {
   name: "ConsumerGroupPartitionMetadataKey",
+  apiKey: 4,
   kind: "data",
-  versions: [4, 4],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "groupId", type: "string", versions: [4, 4] },
+    { name: "groupId", type: "string", versions: [0, 0] },
   ],
 };

@@ -19,6 +19,7 @@ export interface ConsumerGroupPartitionMetadataValue {
 
 export const ConsumerGroupPartitionMetadataValue: MessageDecl = {
   name: "ConsumerGroupPartitionMetadataValue",
+  apiKey: 4,
   kind: "data",
   versions: [0, 0],
   flexible: [0, OPEN_MAX],

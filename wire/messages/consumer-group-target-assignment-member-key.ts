@@ -8,11 +8,12 @@ export interface ConsumerGroupTargetAssignmentMemberKey {
 
 export const ConsumerGroupTargetAssignmentMemberKey: MessageDecl = {
   name: "ConsumerGroupTargetAssignmentMemberKey",
+  apiKey: 7,
   kind: "data",
-  versions: [7, 7],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "groupId", type: "string", versions: [7, 7] },
-    { name: "memberId", type: "string", versions: [7, 7] },
+    { name: "groupId", type: "string", versions: [0, 0] },
+    { name: "memberId", type: "string", versions: [0, 0] },
   ],
 };

@@ -12,6 +12,7 @@ export interface ConsumerGroupTargetAssignmentMemberValue {
 
 export const ConsumerGroupTargetAssignmentMemberValue: MessageDecl = {
   name: "ConsumerGroupTargetAssignmentMemberValue",
+  apiKey: 7,
   kind: "data",
   versions: [0, 0],
   flexible: [0, OPEN_MAX],

@@ -7,10 +7,11 @@ export interface ConsumerGroupTargetAssignmentMetadataKey {
 
 export const ConsumerGroupTargetAssignmentMetadataKey: MessageDecl = {
   name: "ConsumerGroupTargetAssignmentMetadataKey",
+  apiKey: 6,
   kind: "data",
-  versions: [6, 6],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "groupId", type: "string", versions: [6, 6] },
+    { name: "groupId", type: "string", versions: [0, 0] },
   ],
 };

@@ -3,14 +3,17 @@ import { OPEN_MAX, type MessageDecl } from '../schema.js';
 
 export interface ConsumerGroupTargetAssignmentMetadataValue {
   assignmentEpoch: number;
+  assignmentTimestamp: bigint;
 }
 
 export const ConsumerGroupTargetAssignmentMetadataValue: MessageDecl = {
   name: "ConsumerGroupTargetAssignmentMetadataValue",
+  apiKey: 6,
   kind: "data",
   versions: [0, 0],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "assignmentEpoch", type: "int32", versions: [0, OPEN_MAX] },
+    { name: "assignmentTimestamp", type: "int64", versions: [0, OPEN_MAX], tag: 0, tagged: [0, OPEN_MAX], default: 0n },
   ],
 };

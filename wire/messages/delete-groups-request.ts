@@ -9,7 +9,7 @@ export const DeleteGroupsRequest: MessageDecl = {
   name: "DeleteGroupsRequest",
   apiKey: 42,
   kind: "request",
-  versions: [0, 2],
+  versions: [0, 3],
   flexible: [2, OPEN_MAX],
   fields: [
     { name: "groupsNames", type: "string", array: true, versions: [0, OPEN_MAX] },

@@ -4,6 +4,7 @@ import { OPEN_MAX, type MessageDecl } from '../schema.js';
 export interface DeletableGroupResult {
   groupId: string;
   errorCode: number;
+  errorMessage: string | null;
 }
 
 export interface DeleteGroupsResponse {
@@ -15,13 +16,14 @@ export const DeleteGroupsResponse: MessageDecl = {
   name: "DeleteGroupsResponse",
   apiKey: 42,
   kind: "response",
-  versions: [0, 2],
+  versions: [0, 3],
   flexible: [2, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },
     { name: "results", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "DeletableGroupResult", fields: [
         { name: "groupId", type: "string", versions: [0, OPEN_MAX] },
         { name: "errorCode", type: "int16", versions: [0, OPEN_MAX] },
+        { name: "errorMessage", type: "string", versions: [3, OPEN_MAX], nullable: [3, OPEN_MAX], default: null },
       ] },
   ],
 };

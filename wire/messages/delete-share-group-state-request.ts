@@ -21,7 +21,6 @@ export const DeleteShareGroupStateRequest: MessageDecl = {
   kind: "request",
   versions: [0, 0],
   flexible: [0, OPEN_MAX],
-  latestUnstable: true,
   fields: [
     { name: "groupId", type: "string", versions: [0, OPEN_MAX] },
     { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "DeleteStateData", fields: [

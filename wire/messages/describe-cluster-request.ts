@@ -4,16 +4,18 @@ import { OPEN_MAX, type MessageDecl } from '../schema.js';
 export interface DescribeClusterRequest {
   includeClusterAuthorizedOperations: boolean;
   endpointType: number;
+  includeFencedBrokers: boolean;
 }
 
 export const DescribeClusterRequest: MessageDecl = {
   name: "DescribeClusterRequest",
   apiKey: 60,
   kind: "request",
-  versions: [0, 1],
+  versions: [0, 2],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "includeClusterAuthorizedOperations", type: "bool", versions: [0, OPEN_MAX] },
     { name: "endpointType", type: "int8", versions: [1, OPEN_MAX], default: 1 },
+    { name: "includeFencedBrokers", type: "bool", versions: [2, OPEN_MAX] },
   ],
 };

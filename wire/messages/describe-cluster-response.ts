@@ -6,6 +6,7 @@ export interface DescribeClusterBroker {
   host: string;
   port: number;
   rack: string | null;
+  isFenced: boolean;
 }
 
 export interface DescribeClusterResponse {
@@ -23,7 +24,7 @@ export const DescribeClusterResponse: MessageDecl = {
   name: "DescribeClusterResponse",
   apiKey: 60,
   kind: "response",
-  versions: [0, 1],
+  versions: [0, 2],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },
@@ -37,6 +38,7 @@ export const DescribeClusterResponse: MessageDecl = {
         { name: "host", type: "string", versions: [0, OPEN_MAX] },
         { name: "port", type: "int32", versions: [0, OPEN_MAX] },
         { name: "rack", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
+        { name: "isFenced", type: "bool", versions: [2, OPEN_MAX] },
       ] },
     { name: "clusterAuthorizedOperations", type: "int32", versions: [0, OPEN_MAX], default: -2147483648 },
   ],

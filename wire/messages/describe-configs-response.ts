@@ -58,7 +58,7 @@ export const DescribeConfigsResponse: MessageDecl = {
                 { name: "source", type: "int8", versions: [1, OPEN_MAX] },
               ] },
             { name: "configType", type: "int8", versions: [3, OPEN_MAX], default: 0 },
-            { name: "documentation", type: "string", versions: [3, OPEN_MAX], nullable: [0, OPEN_MAX] },
+            { name: "documentation", type: "string", versions: [3, OPEN_MAX], nullable: [1, OPEN_MAX] },
           ] },
       ] },
   ],

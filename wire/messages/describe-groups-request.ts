@@ -10,7 +10,7 @@ export const DescribeGroupsRequest: MessageDecl = {
   name: "DescribeGroupsRequest",
   apiKey: 15,
   kind: "request",
-  versions: [0, 5],
+  versions: [0, 6],
   flexible: [5, OPEN_MAX],
   fields: [
     { name: "groups", type: "string", array: true, versions: [0, OPEN_MAX] },

@@ -12,6 +12,7 @@ export interface DescribedGroupMember {
 
 export interface DescribedGroup {
   errorCode: number;
+  errorMessage: string | null;
   groupId: string;
   groupState: string;
   protocolType: string;
@@ -29,12 +30,13 @@ export const DescribeGroupsResponse: MessageDecl = {
   name: "DescribeGroupsResponse",
   apiKey: 15,
   kind: "response",
-  versions: [0, 5],
+  versions: [0, 6],
   flexible: [5, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [1, OPEN_MAX] },
     { name: "groups", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "DescribedGroup", fields: [
         { name: "errorCode", type: "int16", versions: [0, OPEN_MAX] },
+        { name: "errorMessage", type: "string", versions: [6, OPEN_MAX], nullable: [6, OPEN_MAX], default: null },
         { name: "groupId", type: "string", versions: [0, OPEN_MAX] },
         { name: "groupState", type: "string", versions: [0, OPEN_MAX] },
         { name: "protocolType", type: "string", versions: [0, OPEN_MAX] },

@@ -14,7 +14,7 @@ export const DescribeLogDirsRequest: MessageDecl = {
   name: "DescribeLogDirsRequest",
   apiKey: 35,
   kind: "request",
-  versions: [0, 4],
+  versions: [0, 5],
   flexible: [2, OPEN_MAX],
   fields: [
     { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], structName: "DescribableLogDirTopic", fields: [

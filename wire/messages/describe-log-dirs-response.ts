@@ -19,6 +19,7 @@ export interface DescribeLogDirsResult {
   topics: DescribeLogDirsTopic[];
   totalBytes: bigint;
   usableBytes: bigint;
+  isCordoned: boolean;
 }
 
 export interface DescribeLogDirsResponse {
@@ -31,7 +32,7 @@ export const DescribeLogDirsResponse: MessageDecl = {
   name: "DescribeLogDirsResponse",
   apiKey: 35,
   kind: "response",
-  versions: [0, 4],
+  versions: [0, 5],
   flexible: [2, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },
@@ -50,6 +51,7 @@ export const DescribeLogDirsResponse: MessageDecl = {
           ] },
         { name: "totalBytes", type: "int64", versions: [4, OPEN_MAX], default: -1n },
         { name: "usableBytes", type: "int64", versions: [4, OPEN_MAX], default: -1n },
+        { name: "isCordoned", type: "bool", versions: [5, OPEN_MAX], default: false },
       ] },
   ],
 };

@@ -14,7 +14,6 @@ export const EndTxnRequest: MessageDecl = {
   kind: "request",
   versions: [0, 5],
   flexible: [3, OPEN_MAX],
-  latestUnstable: true,
   fields: [
     { name: "transactionalId", type: "string", versions: [0, OPEN_MAX] },
     { name: "producerId", type: "int64", versions: [0, OPEN_MAX] },

@@ -14,6 +14,7 @@ export interface FetchPartition {
   logStartOffset: bigint;
   partitionMaxBytes: number;
   replicaDirectoryId: string;
+  highWatermark: bigint;
 }
 
 export interface FetchTopic {
@@ -47,7 +48,7 @@ export const FetchRequest: MessageDecl = {
   name: "FetchRequest",
   apiKey: 1,
   kind: "request",
-  versions: [0, 17],
+  versions: [0, 18],
   flexible: [12, OPEN_MAX],
   fields: [
     { name: "clusterId", type: "string", versions: [12, OPEN_MAX], nullable: [12, OPEN_MAX], tag: 0, tagged: [12, OPEN_MAX], default: null },
@@ -73,6 +74,7 @@ export const FetchRequest: MessageDecl = {
             { name: "logStartOffset", type: "int64", versions: [5, OPEN_MAX], default: -1n },
             { name: "partitionMaxBytes", type: "int32", versions: [0, OPEN_MAX] },
             { name: "replicaDirectoryId", type: "uuid", versions: [17, OPEN_MAX], tag: 0, tagged: [17, OPEN_MAX] },
+            { name: "highWatermark", type: "int64", versions: [18, OPEN_MAX], tag: 1, tagged: [18, OPEN_MAX], default: 9223372036854775807n },
           ] },
       ] },
     { name: "forgottenTopicsData", type: "struct", array: true, versions: [7, OPEN_MAX], structName: "ForgottenTopic", fields: [

@@ -60,7 +60,7 @@ export const FetchResponse: MessageDecl = {
   name: "FetchResponse",
   apiKey: 1,
   kind: "response",
-  versions: [0, 17],
+  versions: [0, 18],
   flexible: [12, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [1, OPEN_MAX] },

@@ -7,10 +7,11 @@ export interface GroupMetadataKey {
 
 export const GroupMetadataKey: MessageDecl = {
   name: "GroupMetadataKey",
+  apiKey: 2,
   kind: "data",
-  versions: [2, 2],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "group", type: "string", versions: [2, 2] },
+    { name: "group", type: "string", versions: [0, 0] },
   ],
 };

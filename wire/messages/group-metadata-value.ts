@@ -23,6 +23,7 @@ export interface GroupMetadataValue {
 
 export const GroupMetadataValue: MessageDecl = {
   name: "GroupMetadataValue",
+  apiKey: 2,
   kind: "data",
   versions: [0, 4],
   flexible: [4, OPEN_MAX],

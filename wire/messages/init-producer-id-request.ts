@@ -6,18 +6,23 @@ export interface InitProducerIdRequest {
   transactionTimeoutMs: number;
   producerId: bigint;
   producerEpoch: number;
+  enable2Pc: boolean;
+  keepPreparedTxn: boolean;
 }
 
 export const InitProducerIdRequest: MessageDecl = {
   name: "InitProducerIdRequest",
   apiKey: 22,
   kind: "request",
-  versions: [0, 5],
+  versions: [0, 6],
   flexible: [2, OPEN_MAX],
+  latestUnstable: true,
   fields: [
     { name: "transactionalId", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
     { name: "transactionTimeoutMs", type: "int32", versions: [0, OPEN_MAX] },
     { name: "producerId", type: "int64", versions: [3, OPEN_MAX], default: -1n },
     { name: "producerEpoch", type: "int16", versions: [3, OPEN_MAX], default: -1 },
+    { name: "enable2Pc", type: "bool", versions: [6, OPEN_MAX], default: false },
+    { name: "keepPreparedTxn", type: "bool", versions: [6, OPEN_MAX], default: false },
   ],
 };

@@ -6,18 +6,22 @@ export interface InitProducerIdResponse {
   errorCode: number;
   producerId: bigint;
   producerEpoch: number;
+  ongoingTxnProducerId: bigint;
+  ongoingTxnProducerEpoch: number;
 }
 
 export const InitProducerIdResponse: MessageDecl = {
   name: "InitProducerIdResponse",
   apiKey: 22,
   kind: "response",
-  versions: [0, 5],
+  versions: [0, 6],
   flexible: [2, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },
     { name: "errorCode", type: "int16", versions: [0, OPEN_MAX] },
     { name: "producerId", type: "int64", versions: [0, OPEN_MAX], default: -1n },
     { name: "producerEpoch", type: "int16", versions: [0, OPEN_MAX] },
+    { name: "ongoingTxnProducerId", type: "int64", versions: [6, OPEN_MAX], default: -1n },
+    { name: "ongoingTxnProducerEpoch", type: "int16", versions: [6, OPEN_MAX], default: -1 },
   ],
 };

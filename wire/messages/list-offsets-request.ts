@@ -24,7 +24,7 @@ export const ListOffsetsRequest: MessageDecl = {
   name: "ListOffsetsRequest",
   apiKey: 2,
   kind: "request",
-  versions: [0, 10],
+  versions: [0, 11],
   flexible: [6, OPEN_MAX],
   fields: [
     { name: "replicaId", type: "int32", versions: [0, OPEN_MAX] },

@@ -24,7 +24,7 @@ export const ListOffsetsResponse: MessageDecl = {
   name: "ListOffsetsResponse",
   apiKey: 2,
   kind: "response",
-  versions: [0, 10],
+  versions: [0, 11],
   flexible: [6, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [2, OPEN_MAX] },

@@ -5,17 +5,19 @@ export interface ListTransactionsRequest {
   stateFilters: string[];
   producerIdFilters: bigint[];
   durationFilter: bigint;
+  transactionalIdPattern: string | null;
 }
 
 export const ListTransactionsRequest: MessageDecl = {
   name: "ListTransactionsRequest",
   apiKey: 66,
   kind: "request",
-  versions: [0, 1],
+  versions: [0, 2],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "stateFilters", type: "string", array: true, versions: [0, OPEN_MAX] },
     { name: "producerIdFilters", type: "int64", array: true, versions: [0, OPEN_MAX] },
     { name: "durationFilter", type: "int64", versions: [1, OPEN_MAX], default: -1n },
+    { name: "transactionalIdPattern", type: "string", versions: [2, OPEN_MAX], nullable: [2, OPEN_MAX], default: null },
   ],
 };

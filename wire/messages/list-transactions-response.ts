@@ -18,7 +18,7 @@ export const ListTransactionsResponse: MessageDecl = {
   name: "ListTransactionsResponse",
   apiKey: 66,
   kind: "response",
-  versions: [0, 1],
+  versions: [0, 2],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },

@@ -17,7 +17,7 @@ export const MetadataRequest: MessageDecl = {
   name: "MetadataRequest",
   apiKey: 3,
   kind: "request",
-  versions: [0, 12],
+  versions: [0, 13],
   flexible: [9, OPEN_MAX],
   fields: [
     { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], nullable: [1, OPEN_MAX], structName: "MetadataRequestTopic", fields: [

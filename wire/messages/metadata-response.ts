@@ -34,13 +34,14 @@ export interface MetadataResponse {
   controllerId: number;
   topics: MetadataResponseTopic[];
   clusterAuthorizedOperations: number;
+  errorCode: number;
 }
 
 export const MetadataResponse: MessageDecl = {
   name: "MetadataResponse",
   apiKey: 3,
   kind: "response",
-  versions: [0, 12],
+  versions: [0, 13],
   flexible: [9, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [3, OPEN_MAX] },
@@ -69,5 +70,6 @@ export const MetadataResponse: MessageDecl = {
         { name: "topicAuthorizedOperations", type: "int32", versions: [8, OPEN_MAX], default: -2147483648 },
       ] },
     { name: "clusterAuthorizedOperations", type: "int32", versions: [8, 10], default: -2147483648 },
+    { name: "errorCode", type: "int16", versions: [13, OPEN_MAX] },
   ],
 };

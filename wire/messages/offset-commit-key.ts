@@ -9,12 +9,13 @@ export interface OffsetCommitKey {
 
 export const OffsetCommitKey: MessageDecl = {
   name: "OffsetCommitKey",
+  apiKey: 1,
   kind: "data",
-  versions: [0, 1],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "group", type: "string", versions: [0, 1] },
-    { name: "topic", type: "string", versions: [0, 1] },
-    { name: "partition", type: "int32", versions: [0, 1] },
+    { name: "group", type: "string", versions: [0, 0] },
+    { name: "topic", type: "string", versions: [0, 0] },
+    { name: "partition", type: "int32", versions: [0, 0] },
   ],
 };

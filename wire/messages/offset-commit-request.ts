@@ -4,13 +4,14 @@ import { OPEN_MAX, type MessageDecl } from '../schema.js';
 export interface OffsetCommitRequestPartition {
   partitionIndex: number;
   committedOffset: bigint;
-  committedLeaderEpoch: number;
   commitTimestamp: bigint;
+  committedLeaderEpoch: number;
   committedMetadata: string | null;
 }
 
 export interface OffsetCommitRequestTopic {
   name: string;
+  topicId: string;
   partitions: OffsetCommitRequestPartition[];
 }
 
@@ -27,7 +28,7 @@ export const OffsetCommitRequest: MessageDecl = {
   name: "OffsetCommitRequest",
   apiKey: 8,
   kind: "request",
-  versions: [0, 9],
+  versions: [0, 10],
   flexible: [8, OPEN_MAX],
   fields: [
     { name: "groupId", type: "string", versions: [0, OPEN_MAX] },
@@ -36,12 +37,13 @@ export const OffsetCommitRequest: MessageDecl = {
     { name: "groupInstanceId", type: "string", versions: [7, OPEN_MAX], nullable: [7, OPEN_MAX], default: null },
     { name: "retentionTimeMs", type: "int64", versions: [2, 4], default: -1n },
     { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "OffsetCommitRequestTopic", fields: [
-        { name: "name", type: "string", versions: [0, OPEN_MAX] },
+        { name: "name", type: "string", versions: [0, 9] },
+        { name: "topicId", type: "uuid", versions: [10, OPEN_MAX] },
         { name: "partitions", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "OffsetCommitRequestPartition", fields: [
             { name: "partitionIndex", type: "int32", versions: [0, OPEN_MAX] },
             { name: "committedOffset", type: "int64", versions: [0, OPEN_MAX] },
-            { name: "committedLeaderEpoch", type: "int32", versions: [6, OPEN_MAX], default: -1 },
             { name: "commitTimestamp", type: "int64", versions: [1, 1], default: -1n },
+            { name: "committedLeaderEpoch", type: "int32", versions: [6, OPEN_MAX], default: -1 },
             { name: "committedMetadata", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
           ] },
       ] },

@@ -8,6 +8,7 @@ export interface OffsetCommitResponsePartition {
 
 export interface OffsetCommitResponseTopic {
   name: string;
+  topicId: string;
   partitions: OffsetCommitResponsePartition[];
 }
 
@@ -20,12 +21,13 @@ export const OffsetCommitResponse: MessageDecl = {
   name: "OffsetCommitResponse",
   apiKey: 8,
   kind: "response",
-  versions: [0, 9],
+  versions: [0, 10],
   flexible: [8, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [3, OPEN_MAX] },
     { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "OffsetCommitResponseTopic", fields: [
-        { name: "name", type: "string", versions: [0, OPEN_MAX] },
+        { name: "name", type: "string", versions: [0, 9] },
+        { name: "topicId", type: "uuid", versions: [10, OPEN_MAX] },
         { name: "partitions", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "OffsetCommitResponsePartition", fields: [
             { name: "partitionIndex", type: "int32", versions: [0, OPEN_MAX] },
             { name: "errorCode", type: "int16", versions: [0, OPEN_MAX] },

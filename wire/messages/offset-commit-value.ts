@@ -7,10 +7,12 @@ export interface OffsetCommitValue {
   metadata: string;
   commitTimestamp: bigint;
   expireTimestamp: bigint;
+  topicId: string;
 }
 
 export const OffsetCommitValue: MessageDecl = {
   name: "OffsetCommitValue",
+  apiKey: 1,
   kind: "data",
   versions: [0, 4],
   flexible: [4, OPEN_MAX],
@@ -20,5 +22,6 @@ export const OffsetCommitValue: MessageDecl = {
     { name: "metadata", type: "string", versions: [0, OPEN_MAX] },
     { name: "commitTimestamp", type: "int64", versions: [0, OPEN_MAX] },
     { name: "expireTimestamp", type: "int64", versions: [1, 1], default: -1n },
+    { name: "topicId", type: "uuid", versions: [4, OPEN_MAX], tag: 0, tagged: [4, OPEN_MAX] },
   ],
 };

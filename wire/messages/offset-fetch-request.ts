@@ -8,6 +8,7 @@ export interface OffsetFetchRequestTopic {
 
 export interface OffsetFetchRequestTopics {
   name: string;
+  topicId: string;
   partitionIndexes: number[];
 }
 
@@ -29,7 +30,7 @@ export const OffsetFetchRequest: MessageDecl = {
   name: "OffsetFetchRequest",
   apiKey: 9,
   kind: "request",
-  versions: [0, 9],
+  versions: [0, 10],
   flexible: [6, OPEN_MAX],
   fields: [
     { name: "groupId", type: "string", versions: [0, 7] },
@@ -42,7 +43,8 @@ export const OffsetFetchRequest: MessageDecl = {
         { name: "memberId", type: "string", versions: [9, OPEN_MAX], nullable: [9, OPEN_MAX], default: null },
         { name: "memberEpoch", type: "int32", versions: [9, OPEN_MAX], default: -1 },
         { name: "topics", type: "struct", array: true, versions: [8, OPEN_MAX], nullable: [8, OPEN_MAX], structName: "OffsetFetchRequestTopics", fields: [
-            { name: "name", type: "string", versions: [8, OPEN_MAX] },
+            { name: "name", type: "string", versions: [8, 9] },
+            { name: "topicId", type: "uuid", versions: [10, OPEN_MAX] },
             { name: "partitionIndexes", type: "int32", array: true, versions: [8, OPEN_MAX] },
           ] },
       ] },

@@ -24,6 +24,7 @@ export interface OffsetFetchResponsePartitions {
 
 export interface OffsetFetchResponseTopics {
   name: string;
+  topicId: string;
   partitions: OffsetFetchResponsePartitions[];
 }
 
@@ -44,7 +45,7 @@ export const OffsetFetchResponse: MessageDecl = {
   name: "OffsetFetchResponse",
   apiKey: 9,
   kind: "response",
-  versions: [0, 9],
+  versions: [0, 10],
   flexible: [6, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [3, OPEN_MAX] },
@@ -62,7 +63,8 @@ export const OffsetFetchResponse: MessageDecl = {
     { name: "groups", type: "struct", array: true, versions: [8, OPEN_MAX], structName: "OffsetFetchResponseGroup", fields: [
         { name: "groupId", type: "string", versions: [8, OPEN_MAX] },
         { name: "topics", type: "struct", array: true, versions: [8, OPEN_MAX], structName: "OffsetFetchResponseTopics", fields: [
-            { name: "name", type: "string", versions: [8, OPEN_MAX] },
+            { name: "name", type: "string", versions: [8, 9] },
+            { name: "topicId", type: "uuid", versions: [10, OPEN_MAX] },
             { name: "partitions", type: "struct", array: true, versions: [8, OPEN_MAX], structName: "OffsetFetchResponsePartitions", fields: [
                 { name: "partitionIndex", type: "int32", versions: [8, OPEN_MAX] },
                 { name: "committedOffset", type: "int64", versions: [8, OPEN_MAX] },

@@ -8,6 +8,7 @@ export interface PartitionProduceData {
 
 export interface TopicProduceData {
   name: string;
+  topicId: string;
   partitionData: PartitionProduceData[];
 }
 
@@ -22,14 +23,15 @@ export const ProduceRequest: MessageDecl = {
   name: "ProduceRequest",
   apiKey: 0,
   kind: "request",
-  versions: [0, 11],
+  versions: [0, 13],
   flexible: [9, OPEN_MAX],
   fields: [
     { name: "transactionalId", type: "string", versions: [3, OPEN_MAX], nullable: [3, OPEN_MAX], default: null },
     { name: "acks", type: "int16", versions: [0, OPEN_MAX] },
     { name: "timeoutMs", type: "int32", versions: [0, OPEN_MAX] },
     { name: "topicData", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "TopicProduceData", fields: [
-        { name: "name", type: "string", versions: [0, OPEN_MAX] },
+        { name: "name", type: "string", versions: [0, 12] },
+        { name: "topicId", type: "uuid", versions: [13, OPEN_MAX] },
         { name: "partitionData", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "PartitionProduceData", fields: [
             { name: "index", type: "int32", versions: [0, OPEN_MAX] },
             { name: "records", type: "records", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },

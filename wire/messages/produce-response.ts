@@ -24,6 +24,7 @@ export interface PartitionProduceResponse {
 
 export interface TopicProduceResponse {
   name: string;
+  topicId: string;
   partitionResponses: PartitionProduceResponse[];
 }
 
@@ -44,11 +45,12 @@ export const ProduceResponse: MessageDecl = {
   name: "ProduceResponse",
   apiKey: 0,
   kind: "response",
-  versions: [0, 11],
+  versions: [0, 13],
   flexible: [9, OPEN_MAX],
   fields: [
     { name: "responses", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "TopicProduceResponse", fields: [
-        { name: "name", type: "string", versions: [0, OPEN_MAX] },
+        { name: "name", type: "string", versions: [0, 12] },
+        { name: "topicId", type: "uuid", versions: [13, OPEN_MAX] },
         { name: "partitionResponses", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "PartitionProduceResponse", fields: [
             { name: "index", type: "int32", versions: [0, OPEN_MAX] },
             { name: "errorCode", type: "int16", versions: [0, OPEN_MAX] },

@@ -22,7 +22,6 @@ export const ReadShareGroupStateRequest: MessageDecl = {
   kind: "request",
   versions: [0, 0],
   flexible: [0, OPEN_MAX],
-  latestUnstable: true,
   fields: [
     { name: "groupId", type: "string", versions: [0, OPEN_MAX] },
     { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "ReadStateData", fields: [

@@ -20,9 +20,8 @@ export const ReadShareGroupStateSummaryRequest: MessageDecl = {
   name: "ReadShareGroupStateSummaryRequest",
   apiKey: 87,
   kind: "request",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
-  latestUnstable: true,
   fields: [
     { name: "groupId", type: "string", versions: [0, OPEN_MAX] },
     { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "ReadStateSummaryData", fields: [

@@ -6,7 +6,9 @@ export interface PartitionResult {
   errorCode: number;
   errorMessage: string | null;
   stateEpoch: number;
+  leaderEpoch: number;
   startOffset: bigint;
+  deliveryCompleteCount: number;
 }
 
 export interface ReadStateSummaryResult {
@@ -22,7 +24,7 @@ export const ReadShareGroupStateSummaryResponse: MessageDecl = {
   name: "ReadShareGroupStateSummaryResponse",
   apiKey: 87,
   kind: "response",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "results", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "ReadStateSummaryResult", fields: [
@@ -32,7 +34,9 @@ export const ReadShareGroupStateSummaryResponse: MessageDecl = {
             { name: "errorCode", type: "int16", versions: [0, OPEN_MAX] },
             { name: "errorMessage", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
             { name: "stateEpoch", type: "int32", versions: [0, OPEN_MAX] },
+            { name: "leaderEpoch", type: "int32", versions: [0, OPEN_MAX] },
             { name: "startOffset", type: "int64", versions: [0, OPEN_MAX] },
+            { name: "deliveryCompleteCount", type: "int32", versions: [1, OPEN_MAX], default: -1 },
           ] },
       ] },
   ],

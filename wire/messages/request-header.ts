@@ -17,6 +17,6 @@ export const RequestHeader: MessageDecl = {
     { name: "requestApiKey", type: "int16", versions: [0, OPEN_MAX] },
     { name: "requestApiVersion", type: "int16", versions: [0, OPEN_MAX] },
     { name: "correlationId", type: "int32", versions: [0, OPEN_MAX] },
-    { name: "clientId", type: "string", versions: [1, OPEN_MAX], nullable: [1, OPEN_MAX], flexible: null },
+    { name: "clientId", type: "string", versions: [1, OPEN_MAX], nullable: [1, OPEN_MAX] },
   ],
 };

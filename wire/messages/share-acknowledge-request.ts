@@ -21,6 +21,7 @@ export interface ShareAcknowledgeRequest {
   groupId: string | null;
   memberId: string | null;
   shareSessionEpoch: number;
+  isRenewAck: boolean;
   topics: AcknowledgeTopic[];
 }
 
@@ -28,13 +29,13 @@ export const ShareAcknowledgeRequest: MessageDecl = {
   name: "ShareAcknowledgeRequest",
   apiKey: 79,
   kind: "request",
-  versions: [0, 0],
+  versions: [0, 2],
   flexible: [0, OPEN_MAX],
-  latestUnstable: true,
   fields: [
     { name: "groupId", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
     { name: "memberId", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
     { name: "shareSessionEpoch", type: "int32", versions: [0, OPEN_MAX] },
+    { name: "isRenewAck", type: "bool", versions: [2, OPEN_MAX], default: false },
     { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "AcknowledgeTopic", fields: [
         { name: "topicId", type: "uuid", versions: [0, OPEN_MAX] },
         { name: "partitions", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "AcknowledgePartition", fields: [

@@ -29,6 +29,7 @@ export interface ShareAcknowledgeResponse {
   throttleTimeMs: number;
   errorCode: number;
   errorMessage: string | null;
+  acquisitionLockTimeoutMs: number;
   responses: ShareAcknowledgeTopicResponse[];
   nodeEndpoints: NodeEndpoint[];
 }
@@ -37,12 +38,13 @@ export const ShareAcknowledgeResponse: MessageDecl = {
   name: "ShareAcknowledgeResponse",
   apiKey: 79,
   kind: "response",
-  versions: [0, 0],
+  versions: [0, 2],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },
     { name: "errorCode", type: "int16", versions: [0, OPEN_MAX] },
     { name: "errorMessage", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
+    { name: "acquisitionLockTimeoutMs", type: "int32", versions: [2, OPEN_MAX] },
     { name: "responses", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "ShareAcknowledgeTopicResponse", fields: [
         { name: "topicId", type: "uuid", versions: [0, OPEN_MAX] },
         { name: "partitions", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "PartitionData", fields: [

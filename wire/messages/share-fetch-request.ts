@@ -30,6 +30,10 @@ export interface ShareFetchRequest {
   maxWaitMs: number;
   minBytes: number;
   maxBytes: number;
+  maxRecords: number;
+  batchSize: number;
+  shareAcquireMode: number;
+  isRenewAck: boolean;
   topics: FetchTopic[];
   forgottenTopicsData: ForgottenTopic[];
 }
@@ -38,9 +42,8 @@ export const ShareFetchRequest: MessageDecl = {
   name: "ShareFetchRequest",
   apiKey: 78,
   kind: "request",
-  versions: [0, 0],
+  versions: [0, 2],
   flexible: [0, OPEN_MAX],
-  latestUnstable: true,
   fields: [
     { name: "groupId", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
     { name: "memberId", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
@@ -48,11 +51,15 @@ export const ShareFetchRequest: MessageDecl = {
     { name: "maxWaitMs", type: "int32", versions: [0, OPEN_MAX] },
     { name: "minBytes", type: "int32", versions: [0, OPEN_MAX] },
     { name: "maxBytes", type: "int32", versions: [0, OPEN_MAX], default: 2147483647 },
+    { name: "maxRecords", type: "int32", versions: [1, OPEN_MAX] },
+    { name: "batchSize", type: "int32", versions: [1, OPEN_MAX] },
+    { name: "shareAcquireMode", type: "int8", versions: [2, OPEN_MAX], default: 0 },
+    { name: "isRenewAck", type: "bool", versions: [2, OPEN_MAX], default: false },
     { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "FetchTopic", fields: [
         { name: "topicId", type: "uuid", versions: [0, OPEN_MAX] },
         { name: "partitions", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "FetchPartition", fields: [
             { name: "partitionIndex", type: "int32", versions: [0, OPEN_MAX] },
-            { name: "partitionMaxBytes", type: "int32", versions: [0, OPEN_MAX] },
+            { name: "partitionMaxBytes", type: "int32", versions: [0, 0] },
             { name: "acknowledgementBatches", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "AcknowledgementBatch", fields: [
                 { name: "firstOffset", type: "int64", versions: [0, OPEN_MAX] },
                 { name: "lastOffset", type: "int64", versions: [0, OPEN_MAX] },

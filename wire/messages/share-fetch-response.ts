@@ -39,6 +39,7 @@ export interface ShareFetchResponse {
   throttleTimeMs: number;
   errorCode: number;
   errorMessage: string | null;
+  acquisitionLockTimeoutMs: number;
   responses: ShareFetchableTopicResponse[];
   nodeEndpoints: NodeEndpoint[];
 }
@@ -47,12 +48,13 @@ export const ShareFetchResponse: MessageDecl = {
   name: "ShareFetchResponse",
   apiKey: 78,
   kind: "response",
-  versions: [0, 0],
+  versions: [0, 2],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },
     { name: "errorCode", type: "int16", versions: [0, OPEN_MAX] },
     { name: "errorMessage", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
+    { name: "acquisitionLockTimeoutMs", type: "int32", versions: [1, OPEN_MAX] },
     { name: "responses", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "ShareFetchableTopicResponse", fields: [
         { name: "topicId", type: "uuid", versions: [0, OPEN_MAX] },
         { name: "partitions", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "PartitionData", fields: [
@@ -65,7 +67,7 @@ export const ShareFetchResponse: MessageDecl = {
                 { name: "leaderId", type: "int32", versions: [0, OPEN_MAX] },
                 { name: "leaderEpoch", type: "int32", versions: [0, OPEN_MAX] },
               ] },
-            { name: "records", type: "records", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX] },
+            { name: "records", type: "records", versions: [0, OPEN_MAX], nullable: [0, 0] },
             { name: "acquiredRecords", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "AcquiredRecords", fields: [
                 { name: "firstOffset", type: "int64", versions: [0, OPEN_MAX] },
                 { name: "lastOffset", type: "int64", versions: [0, OPEN_MAX] },

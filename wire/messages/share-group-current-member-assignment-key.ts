@@ -8,11 +8,12 @@ export interface ShareGroupCurrentMemberAssignmentKey {
 
 export const ShareGroupCurrentMemberAssignmentKey: MessageDecl = {
   name: "ShareGroupCurrentMemberAssignmentKey",
+  apiKey: 14,
   kind: "data",
-  versions: [14, 14],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "groupId", type: "string", versions: [14, 14] },
-    { name: "memberId", type: "string", versions: [14, 14] },
+    { name: "groupId", type: "string", versions: [0, 0] },
+    { name: "memberId", type: "string", versions: [0, 0] },
   ],
 };

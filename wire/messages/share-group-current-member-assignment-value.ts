@@ -15,6 +15,7 @@ export interface ShareGroupCurrentMemberAssignmentValue {
 
 export const ShareGroupCurrentMemberAssignmentValue: MessageDecl = {
   name: "ShareGroupCurrentMemberAssignmentValue",
+  apiKey: 14,
   kind: "data",
   versions: [0, 0],
   flexible: [0, OPEN_MAX],

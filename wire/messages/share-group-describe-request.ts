@@ -10,9 +10,8 @@ export const ShareGroupDescribeRequest: MessageDecl = {
   name: "ShareGroupDescribeRequest",
   apiKey: 77,
   kind: "request",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
-  latestUnstable: true,
   fields: [
     { name: "groupIds", type: "string", array: true, versions: [0, OPEN_MAX] },
     { name: "includeAuthorizedOperations", type: "bool", versions: [0, OPEN_MAX] },

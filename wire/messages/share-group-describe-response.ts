@@ -42,7 +42,7 @@ export const ShareGroupDescribeResponse: MessageDecl = {
   name: "ShareGroupDescribeResponse",
   apiKey: 77,
   kind: "response",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },

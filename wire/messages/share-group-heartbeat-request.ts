@@ -13,9 +13,8 @@ export const ShareGroupHeartbeatRequest: MessageDecl = {
   name: "ShareGroupHeartbeatRequest",
   apiKey: 76,
   kind: "request",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
-  latestUnstable: true,
   fields: [
     { name: "groupId", type: "string", versions: [0, OPEN_MAX] },
     { name: "memberId", type: "string", versions: [0, OPEN_MAX] },

@@ -24,7 +24,7 @@ export const ShareGroupHeartbeatResponse: MessageDecl = {
   name: "ShareGroupHeartbeatResponse",
   apiKey: 76,
   kind: "response",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },

@@ -8,11 +8,12 @@ export interface ShareGroupMemberMetadataKey {
 
 export const ShareGroupMemberMetadataKey: MessageDecl = {
   name: "ShareGroupMemberMetadataKey",
+  apiKey: 10,
   kind: "data",
-  versions: [10, 10],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "groupId", type: "string", versions: [10, 10] },
-    { name: "memberId", type: "string", versions: [10, 10] },
+    { name: "groupId", type: "string", versions: [0, 0] },
+    { name: "memberId", type: "string", versions: [0, 0] },
   ],
 };

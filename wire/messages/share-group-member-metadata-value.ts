@@ -10,6 +10,7 @@ export interface ShareGroupMemberMetadataValue {
 
 export const ShareGroupMemberMetadataValue: MessageDecl = {
   name: "ShareGroupMemberMetadataValue",
+  apiKey: 10,
   kind: "data",
   versions: [0, 0],
   flexible: [0, OPEN_MAX],

@@ -7,10 +7,11 @@ export interface ShareGroupMetadataKey {
 
 export const ShareGroupMetadataKey: MessageDecl = {
   name: "ShareGroupMetadataKey",
+  apiKey: 11,
   kind: "data",
-  versions: [11, 11],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "groupId", type: "string", versions: [11, 11] },
+    { name: "groupId", type: "string", versions: [0, 0] },
   ],
 };

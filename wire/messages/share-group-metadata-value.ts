@@ -3,14 +3,17 @@ import { OPEN_MAX, type MessageDecl } from '../schema.js';
 
 export interface ShareGroupMetadataValue {
   epoch: number;
+  metadataHash: bigint;
 }
 
 export const ShareGroupMetadataValue: MessageDecl = {
   name: "ShareGroupMetadataValue",
+  apiKey: 11,
   kind: "data",
   versions: [0, 0],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "epoch", type: "int32", versions: [0, OPEN_MAX] },
+    { name: "metadataHash", type: "int64", versions: [0, OPEN_MAX] },
   ],
 };

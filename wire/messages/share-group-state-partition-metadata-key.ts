@@ -7,10 +7,11 @@ export interface ShareGroupStatePartitionMetadataKey {
 
 export const ShareGroupStatePartitionMetadataKey: MessageDecl = {
   name: "ShareGroupStatePartitionMetadataKey",
+  apiKey: 15,
   kind: "data",
-  versions: [15, 15],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "groupId", type: "string", versions: [15, 15] },
+    { name: "groupId", type: "string", versions: [0, 0] },
   ],
 };

@@ -13,16 +13,23 @@ export interface TopicInfo {
 }
 
 export interface ShareGroupStatePartitionMetadataValue {
+  initializingTopics: TopicPartitionsInfo[];
   initializedTopics: TopicPartitionsInfo[];
   deletingTopics: TopicInfo[];
 }
 
 export const ShareGroupStatePartitionMetadataValue: MessageDecl = {
   name: "ShareGroupStatePartitionMetadataValue",
+  apiKey: 15,
   kind: "data",
   versions: [0, 0],
   flexible: [0, OPEN_MAX],
   fields: [
+    { name: "initializingTopics", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "TopicPartitionsInfo", fields: [
+        { name: "topicId", type: "uuid", versions: [0, OPEN_MAX] },
+        { name: "topicName", type: "string", versions: [0, OPEN_MAX] },
+        { name: "partitions", type: "int32", array: true, versions: [0, OPEN_MAX] },
+      ] },
     { name: "initializedTopics", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "TopicPartitionsInfo", fields: [
         { name: "topicId", type: "uuid", versions: [0, OPEN_MAX] },
         { name: "topicName", type: "string", versions: [0, OPEN_MAX] },

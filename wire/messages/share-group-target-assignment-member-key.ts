@@ -8,11 +8,12 @@ export interface ShareGroupTargetAssignmentMemberKey {
 
 export const ShareGroupTargetAssignmentMemberKey: MessageDecl = {
   name: "ShareGroupTargetAssignmentMemberKey",
+  apiKey: 13,
   kind: "data",
-  versions: [13, 13],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "groupId", type: "string", versions: [13, 13] },
-    { name: "memberId", type: "string", versions: [13, 13] },
+    { name: "groupId", type: "string", versions: [0, 0] },
+    { name: "memberId", type: "string", versions: [0, 0] },
   ],
 };

@@ -12,6 +12,7 @@ export interface ShareGroupTargetAssignmentMemberValue {
 
 export const ShareGroupTargetAssignmentMemberValue: MessageDecl = {
   name: "ShareGroupTargetAssignmentMemberValue",
+  apiKey: 13,
   kind: "data",
   versions: [0, 0],
   flexible: [0, OPEN_MAX],

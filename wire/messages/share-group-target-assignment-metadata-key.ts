@@ -7,10 +7,11 @@ export interface ShareGroupTargetAssignmentMetadataKey {
 
 export const ShareGroupTargetAssignmentMetadataKey: MessageDecl = {
   name: "ShareGroupTargetAssignmentMetadataKey",
+  apiKey: 12,
   kind: "data",
-  versions: [12, 12],
+  versions: [0, 0],
   flexible: null,
   fields: [
-    { name: "groupId", type: "string", versions: [12, 12] },
+    { name: "groupId", type: "string", versions: [0, 0] },
   ],
 };

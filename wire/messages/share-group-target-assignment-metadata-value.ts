@@ -3,14 +3,17 @@ import { OPEN_MAX, type MessageDecl } from '../schema.js';
 
 export interface ShareGroupTargetAssignmentMetadataValue {
   assignmentEpoch: number;
+  assignmentTimestamp: bigint;
 }
 
 export const ShareGroupTargetAssignmentMetadataValue: MessageDecl = {
   name: "ShareGroupTargetAssignmentMetadataValue",
+  apiKey: 12,
   kind: "data",
   versions: [0, 0],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "assignmentEpoch", type: "int32", versions: [0, OPEN_MAX] },
+    { name: "assignmentTimestamp", type: "int64", versions: [0, OPEN_MAX], tag: 0, tagged: [0, OPEN_MAX], default: 0n },
   ],
 };

@@ -7,6 +7,7 @@ export interface TransactionLogKey {
 
 export const TransactionLogKey: MessageDecl = {
   name: "TransactionLogKey",
+  apiKey: 0,
   kind: "data",
   versions: [0, 0],
   flexible: null,

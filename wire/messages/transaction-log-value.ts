@@ -11,6 +11,7 @@ export interface TransactionLogValue {
   previousProducerId: bigint;
   nextProducerId: bigint;
   producerEpoch: number;
+  nextProducerEpoch: number;
   transactionTimeoutMs: number;
   transactionStatus: number;
   transactionPartitions: PartitionsSchema[] | null;
@@ -21,6 +22,7 @@ export interface TransactionLogValue {
 
 export const TransactionLogValue: MessageDecl = {
   name: "TransactionLogValue",
+  apiKey: 0,
   kind: "data",
   versions: [0, 1],
   flexible: [1, OPEN_MAX],
@@ -29,6 +31,7 @@ export const TransactionLogValue: MessageDecl = {
     { name: "previousProducerId", type: "int64", versions: [1, OPEN_MAX], tag: 0, tagged: [1, OPEN_MAX], default: -1n },
     { name: "nextProducerId", type: "int64", versions: [1, OPEN_MAX], tag: 1, tagged: [1, OPEN_MAX], default: -1n },
     { name: "producerEpoch", type: "int16", versions: [0, OPEN_MAX] },
+    { name: "nextProducerEpoch", type: "int16", versions: [1, OPEN_MAX], tag: 3, tagged: [1, OPEN_MAX], default: -1 },
     { name: "transactionTimeoutMs", type: "int32", versions: [0, OPEN_MAX] },
     { name: "transactionStatus", type: "int8", versions: [0, OPEN_MAX] },
     { name: "transactionPartitions", type: "struct", array: true, versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], structName: "PartitionsSchema", fields: [

@@ -10,6 +10,7 @@ export interface TxnOffsetCommitRequestPartition {
 
 export interface TxnOffsetCommitRequestTopic {
   name: string;
+  topicId: string;
   partitions: TxnOffsetCommitRequestPartition[];
 }
 
@@ -18,7 +19,7 @@ export interface TxnOffsetCommitRequest {
   groupId: string;
   producerId: bigint;
   producerEpoch: number;
-  generationId: number;
+  generationIdOrMemberEpoch: number;
   memberId: string;
   groupInstanceId: string | null;
   topics: TxnOffsetCommitRequestTopic[];
@@ -28,18 +29,19 @@ export const TxnOffsetCommitRequest: MessageDecl = {
   name: "TxnOffsetCommitRequest",
   apiKey: 28,
   kind: "request",
-  versions: [0, 4],
+  versions: [0, 6],
   flexible: [3, OPEN_MAX],
   fields: [
     { name: "transactionalId", type: "string", versions: [0, OPEN_MAX] },
     { name: "groupId", type: "string", versions: [0, OPEN_MAX] },
     { name: "producerId", type: "int64", versions: [0, OPEN_MAX] },
     { name: "producerEpoch", type: "int16", versions: [0, OPEN_MAX] },
-    { name: "generationId", type: "int32", versions: [3, OPEN_MAX], default: -1 },
+    { name: "generationIdOrMemberEpoch", type: "int32", versions: [3, OPEN_MAX], default: -1 },
     { name: "memberId", type: "string", versions: [3, OPEN_MAX], default: "" },
     { name: "groupInstanceId", type: "string", versions: [3, OPEN_MAX], nullable: [3, OPEN_MAX], default: null },
     { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "TxnOffsetCommitRequestTopic", fields: [
-        { name: "name", type: "string", versions: [0, OPEN_MAX] },
+        { name: "name", type: "string", versions: [0, 5] },
+        { name: "topicId", type: "uuid", versions: [6, OPEN_MAX] },
         { name: "partitions", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "TxnOffsetCommitRequestPartition", fields: [
             { name: "partitionIndex", type: "int32", versions: [0, OPEN_MAX] },
             { name: "committedOffset", type: "int64", versions: [0, OPEN_MAX] },

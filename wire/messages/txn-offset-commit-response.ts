@@ -8,6 +8,7 @@ export interface TxnOffsetCommitResponsePartition {
 
 export interface TxnOffsetCommitResponseTopic {
   name: string;
+  topicId: string;
   partitions: TxnOffsetCommitResponsePartition[];
 }
 
@@ -20,12 +21,13 @@ export const TxnOffsetCommitResponse: MessageDecl = {
   name: "TxnOffsetCommitResponse",
   apiKey: 28,
   kind: "response",
-  versions: [0, 4],
+  versions: [0, 6],
   flexible: [3, OPEN_MAX],
   fields: [
     { name: "throttleTimeMs", type: "int32", versions: [0, OPEN_MAX] },
     { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "TxnOffsetCommitResponseTopic", fields: [
-        { name: "name", type: "string", versions: [0, OPEN_MAX] },
+        { name: "name", type: "string", versions: [0, 5] },
+        { name: "topicId", type: "uuid", versions: [6, OPEN_MAX] },
         { name: "partitions", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "TxnOffsetCommitResponsePartition", fields: [
             { name: "partitionIndex", type: "int32", versions: [0, OPEN_MAX] },
             { name: "errorCode", type: "int16", versions: [0, OPEN_MAX] },

@@ -3,12 +3,13 @@ import { OPEN_MAX, type MessageDecl } from '../schema.js';
 
 export interface PartitionData {
   partitionIndex: number;
-  candidateEpoch: number;
-  candidateId: number;
-  candidateDirectoryId: string;
+  replicaEpoch: number;
+  replicaId: number;
+  replicaDirectoryId: string;
   voterDirectoryId: string;
   lastOffsetEpoch: number;
   lastOffset: bigint;
+  preVote: boolean;
 }
 
 export interface TopicData {
@@ -26,7 +27,7 @@ export const VoteRequest: MessageDecl = {
   name: "VoteRequest",
   apiKey: 52,
   kind: "request",
-  versions: [0, 1],
+  versions: [0, 2],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "clusterId", type: "string", versions: [0, OPEN_MAX], nullable: [0, OPEN_MAX], default: null },
@@ -35,12 +36,13 @@ export const VoteRequest: MessageDecl = {
         { name: "topicName", type: "string", versions: [0, OPEN_MAX] },
         { name: "partitions", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "PartitionData", fields: [
             { name: "partitionIndex", type: "int32", versions: [0, OPEN_MAX] },
-            { name: "candidateEpoch", type: "int32", versions: [0, OPEN_MAX] },
-            { name: "candidateId", type: "int32", versions: [0, OPEN_MAX] },
-            { name: "candidateDirectoryId", type: "uuid", versions: [1, OPEN_MAX] },
+            { name: "replicaEpoch", type: "int32", versions: [0, OPEN_MAX] },
+            { name: "replicaId", type: "int32", versions: [0, OPEN_MAX] },
+            { name: "replicaDirectoryId", type: "uuid", versions: [1, OPEN_MAX] },
             { name: "voterDirectoryId", type: "uuid", versions: [1, OPEN_MAX] },
             { name: "lastOffsetEpoch", type: "int32", versions: [0, OPEN_MAX] },
             { name: "lastOffset", type: "int64", versions: [0, OPEN_MAX] },
+            { name: "preVote", type: "bool", versions: [2, OPEN_MAX] },
           ] },
       ] },
   ],

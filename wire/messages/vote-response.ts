@@ -30,7 +30,7 @@ export const VoteResponse: MessageDecl = {
   name: "VoteResponse",
   apiKey: 52,
   kind: "response",
-  versions: [0, 1],
+  versions: [0, 2],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "errorCode", type: "int16", versions: [0, OPEN_MAX] },

@@ -13,6 +13,7 @@ export interface PartitionData {
   stateEpoch: number;
   leaderEpoch: number;
   startOffset: bigint;
+  deliveryCompleteCount: number;
   stateBatches: StateBatch[];
 }
 
@@ -30,9 +31,8 @@ export const WriteShareGroupStateRequest: MessageDecl = {
   name: "WriteShareGroupStateRequest",
   apiKey: 85,
   kind: "request",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
-  latestUnstable: true,
   fields: [
     { name: "groupId", type: "string", versions: [0, OPEN_MAX] },
     { name: "topics", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "WriteStateData", fields: [
@@ -42,6 +42,7 @@ export const WriteShareGroupStateRequest: MessageDecl = {
             { name: "stateEpoch", type: "int32", versions: [0, OPEN_MAX] },
             { name: "leaderEpoch", type: "int32", versions: [0, OPEN_MAX] },
             { name: "startOffset", type: "int64", versions: [0, OPEN_MAX] },
+            { name: "deliveryCompleteCount", type: "int32", versions: [1, OPEN_MAX], default: -1 },
             { name: "stateBatches", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "StateBatch", fields: [
                 { name: "firstOffset", type: "int64", versions: [0, OPEN_MAX] },
                 { name: "lastOffset", type: "int64", versions: [0, OPEN_MAX] },

@@ -20,7 +20,7 @@ export const WriteShareGroupStateResponse: MessageDecl = {
   name: "WriteShareGroupStateResponse",
   apiKey: 85,
   kind: "response",
-  versions: [0, 0],
+  versions: [0, 1],
   flexible: [0, OPEN_MAX],
   fields: [
     { name: "results", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "WriteStateResult", fields: [

@@ -12,6 +12,7 @@ export interface WritableTxnMarker {
   transactionResult: boolean;
   topics: WritableTxnMarkerTopic[];
   coordinatorEpoch: number;
+  transactionVersion: number;
 }
 
 export interface WriteTxnMarkersRequest {
@@ -22,7 +23,7 @@ export const WriteTxnMarkersRequest: MessageDecl = {
   name: "WriteTxnMarkersRequest",
   apiKey: 27,
   kind: "request",
-  versions: [0, 1],
+  versions: [0, 2],
   flexible: [1, OPEN_MAX],
   fields: [
     { name: "markers", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "WritableTxnMarker", fields: [
@@ -34,6 +35,7 @@ export const WriteTxnMarkersRequest: MessageDecl = {
             { name: "partitionIndexes", type: "int32", array: true, versions: [0, OPEN_MAX] },
           ] },
         { name: "coordinatorEpoch", type: "int32", versions: [0, OPEN_MAX] },
+        { name: "transactionVersion", type: "int8", versions: [2, OPEN_MAX], default: 0 },
       ] },
   ],
 };

@@ -24,7 +24,7 @@ export const WriteTxnMarkersResponse: MessageDecl = {
   name: "WriteTxnMarkersResponse",
   apiKey: 27,
   kind: "response",
-  versions: [0, 1],
+  versions: [0, 2],
   flexible: [1, OPEN_MAX],
   fields: [
     { name: "markers", type: "struct", array: true, versions: [0, OPEN_MAX], structName: "WritableTxnMarkerResult", fields: [
