@@ -325,7 +325,7 @@ describe('CreateTopics', () => {
     }
   });
 
-  it('answers the dynamic cluster defaults (3) where no override is set, as Kafka 4.0.2 does', async () => {
+  it('answers the dynamic cluster defaults (3) where no override is set, as Kafka 4.4.0 does', async () => {
     const s = services();
     await s.metadata.alterBrokerConfigs(null, { 'log.retention.ms': '3600000', 'compression.type': 'gzip', 'min.insync.replicas': '2' });
     const res = await create(s, req([topic('dyn', 1, 1, { configs: [{ name: 'retention.ms', value: '5000' }] })], { validateOnly: true }));

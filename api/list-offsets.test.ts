@@ -34,7 +34,7 @@ const MAX_TIMESTAMP = -3n;
 const EARLIEST_LOCAL = -4n;
 const LATEST_TIERED = -5n;
 
-/** Timestamps of the worked example, as in the run against Kafka 4.0.2 they were checked on. */
+/** Timestamps of the worked example, as in the run against Kafka 4.4.0 they were checked on. */
 const T = 1_700_000_000_000n;
 
 function part(partitionIndex: number, timestamp: bigint, currentLeaderEpoch = -1): ListOffsetsPartition {
@@ -65,7 +65,7 @@ async function withTopic(s: TestServices, name = 't1', numPartitions = 2): Promi
   await s.metadata.createTopic({ name, numPartitions, replicationFactor: 1 });
 }
 
-describe('ListOffsets worked examples (answers checked against Kafka 4.0.2)', () => {
+describe('ListOffsets worked examples (answers checked against Kafka 4.4.0)', () => {
   it('on an empty log', async () => {
     const s = services();
     await withTopic(s);

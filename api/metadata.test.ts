@@ -31,10 +31,10 @@ describe('Metadata', () => {
     expect(res.clusterId).toBe('test-cluster-id-00000');
   });
 
-  it('answers the cluster operations Kafka 4.0.2 answers without an authorizer, only in v8-v10 and only when asked', async () => {
+  it('answers the cluster operations Kafka 4.4.0 answers without an authorizer, only in v8-v10 and only when asked', async () => {
     const s = testServices();
     const asked = { ...req([]), includeClusterAuthorizedOperations: true };
-    // A Metadata v9 request with include_cluster_authorized_operations to Kafka 4.0.2 got 8096.
+    // A Metadata v9 request with include_cluster_authorized_operations to Kafka 4.4.0 got 8096 (v8 and v10 too).
     expect((await ask(s, 9, asked)).clusterAuthorizedOperations).toBe(8096);
     expect((await ask(s, 9, req([]))).clusterAuthorizedOperations).toBe(-2147483648);
     expect((await ask(s, 11, asked)).clusterAuthorizedOperations).toBe(-2147483648);

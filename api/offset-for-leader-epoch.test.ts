@@ -50,7 +50,7 @@ async function withTopic(s: TestServices): Promise<void> {
   await s.metadata.createTopic({ name: 't1', numPartitions: 2, replicationFactor: 1 });
 }
 
-describe('OffsetForLeaderEpoch (answers checked against Kafka 4.0.2)', () => {
+describe('OffsetForLeaderEpoch (answers checked against Kafka 4.4.0)', () => {
   it('serves v2-v4, as Kafka 4.0 advertises', () => {
     expect([offsetForLeaderEpoch.minVersion, offsetForLeaderEpoch.maxVersion]).toEqual([2, 4]);
   });

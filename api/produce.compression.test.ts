@@ -180,7 +180,7 @@ describe('Produce: compression.type', () => {
 });
 
 describe('Produce: min.insync.replicas', () => {
-  it('appends acks=-1 on this one broker even with min.insync.replicas=2, as Kafka 4.0.2 does on one node', async () => {
+  it('appends acks=-1 on this one broker even with min.insync.replicas=2, as Kafka 4.4.0 does on one node', async () => {
     const s = services();
     await s.metadata.createTopic({ name: 'mi2', numPartitions: 1, replicationFactor: 1, configs: { 'min.insync.replicas': '2' } });
     expect(s.replicas.logFor('mi2', 0)!.config.minInSyncReplicas).toBe(2);

@@ -129,7 +129,7 @@ export async function startGregor(overrides: Readonly<Record<string, string>> = 
   return { name: 'gregor', bootstrap: g.bootstrap, host: g.host, port: g.port, pid: g.pid ?? null, stop: () => g.stop() };
 }
 
-/** The reference Apache Kafka broker; its version is in the name, e.g. 'kafka 4.0.2'. */
+/** The reference Apache Kafka broker; its version is in the name, e.g. 'kafka 4.4.0'. */
 export async function startKafka(): Promise<RunningBroker> {
   const { startReferenceKafka } = await lib<KafkaLib>('reference-kafka.mjs');
   const k = await startReferenceKafka();

@@ -245,7 +245,7 @@ async function perfRows(broker: RunningBroker, opts: BenchOptions): Promise<Benc
   opts.log(`cross-check: ${broker.name}: ProducerPerformance, ${PERF_RECORDS} records`);
   const produce = await runTimed(
     'bash',
-    [script, 'tool', 'org.apache.kafka.tools.ProducerPerformance', '--topic', topic, '--num-records', String(PERF_RECORDS), '--record-size', String(RECORD_BYTES), '--throughput', '-1', '--producer-props', `bootstrap.servers=${broker.bootstrap}`, 'acks=1'],
+    [script, 'tool', 'org.apache.kafka.tools.ProducerPerformance', '--topic', topic, '--num-records', String(PERF_RECORDS), '--record-size', String(RECORD_BYTES), '--throughput', '-1', '--command-property', `bootstrap.servers=${broker.bootstrap}`, 'acks=1'],
     JVM_TIMEOUT_MS,
     true,
   );
@@ -263,7 +263,7 @@ async function perfRows(broker: RunningBroker, opts: BenchOptions): Promise<Benc
   opts.log(`cross-check: ${broker.name}: ConsumerPerformance, ${PERF_RECORDS} records`);
   const consume = await runTimed(
     'bash',
-    [script, 'tool', 'org.apache.kafka.tools.ConsumerPerformance', '--bootstrap-server', broker.bootstrap, '--topic', topic, '--messages', String(PERF_RECORDS), '--timeout', '60000'],
+    [script, 'tool', 'org.apache.kafka.tools.ConsumerPerformance', '--bootstrap-server', broker.bootstrap, '--topic', topic, '--num-records', String(PERF_RECORDS), '--timeout', '60000'],
     JVM_TIMEOUT_MS,
     true,
   );

@@ -8,8 +8,8 @@
  *
  * Example: rows [{ scenario: 'produce acks=1 100 B x 1 partition', subject:
  * 'gregor', value: 410000, unit: 'records/s', better: 'higher' }, { ...,
- * subject: 'kafka 4.0.2', value: 520000 }] print as one line with
- * "gregor/kafka 4.0.2 0.79".
+ * subject: 'kafka 4.4.0', value: 520000 }] print as one line with
+ * "gregor/kafka 4.4.0 0.79".
  */
 import { pathToFileURL } from 'node:url';
 

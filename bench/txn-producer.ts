@@ -45,7 +45,7 @@ import { WireConnection, api } from '../cluster/inter-broker/kafka-connection.js
 import { PRODUCE_VERSION } from './load.js';
 
 /**
- * Versions both gregor and Kafka 4.0 serve, as a producer of transaction
+ * Versions both gregor and Kafka 4.4 serve, as a producer of transaction
  * version 1 sends them: AddPartitionsToTxn v4+ is the brokers' form (and v5
  * marks transaction version 2), as is EndTxn v5.
  */

@@ -42,6 +42,10 @@ const KAFKA_CLUSTER_SETTINGS = {
   'offsets.topic.replication.factor': '3',
   'transaction.state.log.replication.factor': '3',
   'transaction.state.log.min.isr': '2',
+  // Kafka 4.4 turns share groups on by default (share.version 2), so their state topic is one
+  // more internal topic a scenario could bring into being.
+  'share.coordinator.state.topic.replication.factor': '3',
+  'share.coordinator.state.topic.min.isr': '2',
 };
 const GREGOR_CLUSTER_OVERRIDES = {
   'auto.leader.rebalance.enable': 'false',

@@ -3,7 +3,7 @@
  * batch with it, re-encoding the others as Kafka's LogValidator rebuilds them
  * (buildRecordsAndAssignOffsets); 'producer' never re-encodes.
  *
- * What Kafka 4.0.2 stores, recorded from the reference broker with a raw
+ * What Kafka 4.4.0 stores, recorded from the reference broker with a raw
  * Produce v9 / Fetch v12 built on gregor's codec: an idempotent gzip batch of
  * three records at t+5, t+1, t+3 (baseTimestamp t-10, headers on two of
  * them) sent to a compression.type=lz4 topic comes back as one lz4 batch,
@@ -77,7 +77,7 @@ function contents(batch: Buffer): { key: string | null; value: string | null; ti
 const codecOf = (batch: Buffer, at = 0): number => batch.readInt16BE(at + ATTRIBUTES) & COMPRESSION_MASK;
 
 describe('LogValidator: compression.type', () => {
-  it('stores a gzip batch sent to an lz4 topic as one lz4 batch, as Kafka 4.0.2 does', () => {
+  it('stores a gzip batch sent to an lz4 topic as one lz4 batch, as Kafka 4.4.0 does', () => {
     const input = buildBatch({ records: RECORDS_SENT, baseTimestamp: T - 10n, compression: Compression.Gzip, producerId: 4242n, producerEpoch: 3, baseSequence: 7 });
     const before = Buffer.from(input);
     const r = ok(validateAndAssignOffsets(input, ctx({ compressionType: 'lz4' })));
@@ -143,7 +143,7 @@ describe('LogValidator: compression.type', () => {
     }
   });
 
-  it('on a LogAppendTime topic stamps the re-encoded batch and keeps the records\' own times under it, as Kafka 4.0.2 does', () => {
+  it('on a LogAppendTime topic stamps the re-encoded batch and keeps the records\' own times under it, as Kafka 4.4.0 does', () => {
     const input = buildBatch({ records: RECORDS_SENT, compression: Compression.Gzip });
     const r = ok(validateAndAssignOffsets(input, ctx({ compressionType: 'lz4', messageTimestampType: 'LogAppendTime' })));
     const h = readBatchHeader(r.batches);

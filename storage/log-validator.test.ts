@@ -170,7 +170,7 @@ describe('validateAndAssignOffsets: rules', () => {
     { name: 'larger than a segment', input: good, config: { segmentBytes: good.length - 1 }, code: ErrorCode.RECORD_LIST_TOO_LARGE },
     { name: 'record count 0', input: edited(good, (b) => { b.writeInt32BE(0, RECORD_COUNT); b.writeInt32BE(-1, LAST_OFFSET_DELTA); }), code: ErrorCode.INVALID_RECORD },
     { name: 'count and lastOffsetDelta disagree', input: edited(good, (b) => b.writeInt32BE(1, LAST_OFFSET_DELTA)), code: ErrorCode.INVALID_RECORD },
-    // Kafka 4.0.2 answered INVALID_RECORD to these record-count mismatches (compat-tests corrupt-batch).
+    // Kafka 4.4.0 answered INVALID_RECORD to these record-count mismatches (compat-tests corrupt-batch).
     { name: 'count larger than the records', input: edited(good, (b) => { b.writeInt32BE(4, RECORD_COUNT); b.writeInt32BE(3, LAST_OFFSET_DELTA); }), code: ErrorCode.INVALID_RECORD },
     { name: 'count smaller than the records', input: edited(good, (b) => { b.writeInt32BE(2, RECORD_COUNT); b.writeInt32BE(1, LAST_OFFSET_DELTA); }), code: ErrorCode.INVALID_RECORD },
     { name: 'compressed count disagrees', input: edited(gz, (b) => { b.writeInt32BE(2, RECORD_COUNT); b.writeInt32BE(1, LAST_OFFSET_DELTA); }), code: ErrorCode.INVALID_RECORD },

@@ -56,7 +56,7 @@ describe('golden frames from real clients and Apache Kafka', () => {
         if (f.direction === 'request') {
           const head = readHeaderStart(r);
           expect(head, f.file).toEqual({ apiKey: f.apiKey, apiVersion: f.apiVersion, correlationId: f.correlationId });
-          // Versions newer than our declarations (Kafka 4.0.2 also serves Metadata v13, ApiVersions v5) are only header-checked.
+          // Versions newer than our declarations (Kafka 4.4.0 also serves Metadata v13, ApiVersions v5) are only header-checked.
           if (!inRange(api.request.versions, f.apiVersion)) continue;
           readHeaderRest(r, requestHeaderVersion(f.apiKey, f.apiVersion, api.request));
           const bodyStart = r.pos;

@@ -3,7 +3,7 @@
  * Partition.appendRecordsToLeader checks it: with acks=-1 the ISR must hold
  * min(min.insync.replicas, replica count) replicas, or nothing is appended
  * and the answer is NOT_ENOUGH_REPLICAS (19) with the log start offset and no
- * message. The reference broker (4.0.2, one node) appends acks=-1 to a
+ * message. The reference broker (4.4.0, one node) appends acks=-1 to a
  * one-replica topic with min.insync.replicas=2, which the cap explains.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -81,7 +81,7 @@ describe('ReplicaManager.appendRecords: min.insync.replicas', () => {
   it('compares the ISR size with min(min.insync.replicas, replica count)', () => {
     const table: [replicas: number[], isr: number[], minIsr: number, errorCode: number][] = [
       [[1], [1], 1, ErrorCode.NONE],
-      // What Kafka 4.0.2 does on one node: a one-replica partition never lacks replicas.
+      // What Kafka 4.4.0 does on one node: a one-replica partition never lacks replicas.
       [[1], [1], 2, ErrorCode.NONE],
       [[1, 2, 3], [1], 1, ErrorCode.NONE],
       [[1, 2, 3], [1], 2, ErrorCode.NOT_ENOUGH_REPLICAS],

@@ -286,7 +286,7 @@ def scenario_roundtrip(bootstrap):
 # admin: what a topic is created with, and what the checks expect back. Each step returns
 # problems; the steps after a failed one are not run.
 ADMIN_CONFIG = {"cleanup.policy": "compact", "retention.ms": "3600000"}
-# Kafka 4.0's defaults, reported with source DEFAULT_CONFIG when nothing overrides them.
+# Kafka 4.4's defaults (unchanged since 4.0), reported with source DEFAULT_CONFIG when nothing overrides them.
 DEFAULT_SEGMENT_BYTES = "1073741824"
 DEFAULT_RETENTION_MS = "604800000"
 DEFAULT_MESSAGE_MAX_BYTES = "1048588"

@@ -250,7 +250,7 @@ def scenario_roundtrip(bootstrap):
 
 
 # admin: what a topic is created with and what the checks expect back. The defaults are
-# Kafka 4.0's, reported with source DEFAULT_CONFIG when nothing overrides them.
+# Kafka 4.4's (unchanged since 4.0), reported with source DEFAULT_CONFIG when nothing overrides them.
 ADMIN_CONFIG = {"cleanup.policy": "compact", "retention.ms": "3600000"}
 DEFAULT_SEGMENT_BYTES = "1073741824"
 DEFAULT_RETENTION_MS = "604800000"

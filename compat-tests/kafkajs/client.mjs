@@ -265,7 +265,7 @@ scenarios.roundtrip = async function roundtrip(bootstrap) {
 };
 
 // admin: what a topic is created with and what the checks expect back. The defaults are
-// Kafka 4.0's, reported with source DEFAULT_CONFIG when nothing overrides them.
+// Kafka 4.4's (unchanged since 4.0), reported with source DEFAULT_CONFIG when nothing overrides them.
 const ADMIN_CONFIG = { 'cleanup.policy': 'compact', 'retention.ms': '3600000' };
 const DEFAULT_SEGMENT_BYTES = '1073741824';
 const DEFAULT_MESSAGE_MAX_BYTES = '1048588';

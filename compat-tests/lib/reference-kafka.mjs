@@ -33,7 +33,7 @@ const JVM_FLAGS = [
   `-Dlog4j2.configurationFile=${LOG_CONFIG}`,
 ];
 
-/** Version of the kafka_2.13 jar in target/lib, e.g. "4.0.2"; null when not installed. */
+/** Version of the kafka_2.13 jar in target/lib, e.g. "4.4.0"; null when not installed. */
 export function referenceKafkaVersion() {
   if (!existsSync(LIB_DIR)) return null;
   for (const name of readdirSync(LIB_DIR)) {

@@ -215,7 +215,7 @@ function goodBatch(values) {
 }
 
 /**
- * What partition 0 carries in each case, and the error Kafka 4.0 gives it. Partition 1 always
+ * What partition 0 carries in each case, and the error Kafka 4.4 gives it. Partition 1 always
  * carries one good record in the same request, so each case also shows that one partition's
  * bad batch leaves the other's append alone.
  */

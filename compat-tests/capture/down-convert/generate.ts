@@ -1,12 +1,14 @@
 /**
  * Writes wire/golden/kafka-down-convert/<case>.hex: the stored v2 batches of
  * each case in cases.ts and what Apache Kafka's own converter makes of them.
- * Needs Java 17+ and the reference broker's jars (compat-tests/reference-kafka/run install).
+ * Needs Java 17+ and Maven: kafka-clients comes from pom.xml beside this file (4.0.2, which
+ * still has MemoryRecords.downConvert; the reference broker's newer jars do not), resolved
+ * into target/lib here on first use.
  *
  *   npx vite-node compat-tests/capture/down-convert/generate.ts
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +16,14 @@ import { downConvertCases } from './cases.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../../..');
-const lib = join(root, 'compat-tests/reference-kafka/target/lib');
+const lib = join(here, 'target/lib');
+const pom = join(here, 'pom.xml');
+const pinned = /<kafka\.clients\.version>(.+)<\/kafka\.clients\.version>/.exec(readFileSync(pom, 'utf8'))![1];
+if (!existsSync(join(lib, `kafka-clients-${pinned}.jar`))) {
+  // A classpath left by another pinned version would mix two Kafka releases.
+  rmSync(lib, { recursive: true, force: true });
+  execFileSync('mvn', ['-q', '-B', '-Dstyle.color=never', '-f', pom, 'package'], { stdio: 'inherit' });
+}
 const classpath = readdirSync(lib).filter((f) => f.endsWith('.jar')).map((f) => join(lib, f)).join(':');
 const kafkaVersion = readdirSync(lib).find((f) => /^kafka-clients-.*\.jar$/.test(f))!.replace(/^kafka-clients-|\.jar$/g, '');
 const classes = mkdtempSync(join(tmpdir(), 'down-convert-'));

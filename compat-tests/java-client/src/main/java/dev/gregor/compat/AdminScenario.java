@@ -53,7 +53,7 @@ import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
  * DeleteRecords and DeleteTopics, each with the error class a wrong request gets.
  */
 final class AdminScenario implements Scenario {
-    /** Kafka 4.0's defaults, reported with source DEFAULT_CONFIG when nothing overrides them. */
+    /** Kafka 4.4's defaults (unchanged since 4.0), reported with source DEFAULT_CONFIG when nothing overrides them. */
     private static final String DEFAULT_SEGMENT_BYTES = "1073741824";
     private static final String DEFAULT_RETENTION_MS = "604800000";
     private static final String DEFAULT_MESSAGE_MAX_BYTES = "1048588";
