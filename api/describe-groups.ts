@@ -4,7 +4,8 @@
  * group's authorized operations; v4 each member's group_instance_id; v5 is
  * flexible; v6 answers a group this broker does not know GROUP_ID_NOT_FOUND
  * with a message (still in the "Dead" state), where older versions answer
- * no error.
+ * no error. A consumer group (KIP-848) is not described: "Dead" as well, and
+ * at v6 GROUP_ID_NOT_FOUND saying it is not a classic group.
  *
  * A stable group is described with its protocol and each member's metadata
  * for it; a group in any other state without them (assignments always). A
@@ -33,10 +34,12 @@ export const describeGroups = defineHandler<DescribeGroupsRequest, DescribeGroup
     const operations = ctx.apiVersion >= 3 && req.includeAuthorizedOperations ? GROUP_OPERATIONS : OPERATIONS_NOT_REQUESTED;
     const groups: DescribedGroup[] = req.groups.map((id) => {
       const described = ctx.services.groups.describeGroup(id);
-      const unknown = ctx.apiVersion >= NOT_FOUND_VERSION && described.errorCode === ErrorCode.NONE && described.groupState === 'Dead';
+      const { consumerGroup, ...group } = described;
+      const unknown = ctx.apiVersion >= NOT_FOUND_VERSION && group.errorCode === ErrorCode.NONE && group.groupState === 'Dead';
+      const message = consumerGroup ? `Group ${id} is not a classic group.` : `Group ${id} not found.`;
       return unknown
-        ? { ...described, errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: `Group ${id} not found.`, authorizedOperations: operations }
-        : { ...described, errorMessage: null, authorizedOperations: operations };
+        ? { ...group, errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: message, authorizedOperations: operations }
+        : { ...group, errorMessage: null, authorizedOperations: operations };
     });
     return { throttleTimeMs: 0, groups };
   },

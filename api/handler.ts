@@ -34,6 +34,11 @@ export interface BrokerSettings {
   readonly groupMinSessionTimeoutMs?: number;
   readonly groupMaxSessionTimeoutMs?: number;
   readonly groupMaxSize?: number;
+  readonly groupConsumerSessionTimeoutMs?: number;
+  readonly groupConsumerHeartbeatIntervalMs?: number;
+  readonly groupConsumerMaxSize?: number;
+  readonly groupConsumerAssignors?: readonly ('uniform' | 'range')[];
+  readonly groupConsumerAssignmentIntervalMs?: number;
   readonly offsetsRetentionMinutes?: number;
   readonly offsetsRetentionCheckIntervalMs?: number;
   readonly offsetMetadataMaxBytes?: number;
@@ -75,6 +80,11 @@ export function groupCoordinatorConfig(settings: BrokerSettings): Partial<GroupC
   if (settings.groupMinSessionTimeoutMs !== undefined) c.minSessionTimeoutMs = settings.groupMinSessionTimeoutMs;
   if (settings.groupMaxSessionTimeoutMs !== undefined) c.maxSessionTimeoutMs = settings.groupMaxSessionTimeoutMs;
   if (settings.groupMaxSize !== undefined) c.maxSize = settings.groupMaxSize;
+  if (settings.groupConsumerSessionTimeoutMs !== undefined) c.consumerSessionTimeoutMs = settings.groupConsumerSessionTimeoutMs;
+  if (settings.groupConsumerHeartbeatIntervalMs !== undefined) c.consumerHeartbeatIntervalMs = settings.groupConsumerHeartbeatIntervalMs;
+  if (settings.groupConsumerMaxSize !== undefined) c.consumerMaxSize = settings.groupConsumerMaxSize;
+  if (settings.groupConsumerAssignors !== undefined) c.consumerAssignors = settings.groupConsumerAssignors;
+  if (settings.groupConsumerAssignmentIntervalMs !== undefined) c.consumerAssignmentIntervalMs = settings.groupConsumerAssignmentIntervalMs;
   if (settings.offsetsRetentionMinutes !== undefined) c.offsetsRetentionMs = settings.offsetsRetentionMinutes * 60_000;
   if (settings.offsetsRetentionCheckIntervalMs !== undefined) c.offsetsRetentionCheckIntervalMs = settings.offsetsRetentionCheckIntervalMs;
   if (settings.offsetMetadataMaxBytes !== undefined) c.offsetMetadataMaxBytes = settings.offsetMetadataMaxBytes;

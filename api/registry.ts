@@ -42,6 +42,8 @@ import { electLeaders } from './elect-leaders.js';
 import { alterPartitionReassignments } from './alter-partition-reassignments.js';
 import { listPartitionReassignments } from './list-partition-reassignments.js';
 import { writeTxnMarkers } from './write-txn-markers.js';
+import { consumerGroupHeartbeat } from './consumer-group-heartbeat.js';
+import { consumerGroupDescribe } from './consumer-group-describe.js';
 
 export const HANDLERS: readonly ApiHandler[] = [
   produce,
@@ -82,6 +84,8 @@ export const HANDLERS: readonly ApiHandler[] = [
   electLeaders,
   alterPartitionReassignments,
   listPartitionReassignments,
+  consumerGroupHeartbeat,
+  consumerGroupDescribe,
 ];
 
 export function handlerTable(handlers: readonly ApiHandler[] = HANDLERS): Map<number, ApiHandler> {

@@ -84,6 +84,7 @@ export const txnOffsetCommit = defineHandler<TxnOffsetCommitRequest, TxnOffsetCo
         generationId: withMember ? req.generationIdOrMemberEpoch : -1,
         memberId: withMember ? req.memberId : '',
         groupInstanceId: withMember ? req.groupInstanceId : null,
+        staleMemberEpochKnown: v >= TOPIC_ID_VERSION,
         topics: known.map((t) => ({
           name: t.name,
           partitions: t.partitions.map((p) => ({

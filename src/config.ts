@@ -60,6 +60,11 @@ export const CONFIG_DEFS = {
   'group.min.session.timeout.ms': { kind: 'int', default: '6000', doc: 'Smallest session timeout a JoinGroup may ask for.' },
   'group.max.session.timeout.ms': { kind: 'int', default: '1800000', doc: 'Largest session timeout a JoinGroup may ask for.' },
   'group.max.size': { kind: 'int', default: '2147483647', doc: 'Most members one classic group takes; more get GROUP_MAX_SIZE_REACHED.', min: 1 },
+  'group.consumer.session.timeout.ms': { kind: 'int', default: '45000', doc: 'A member of a consumer-protocol group (KIP-848) not heard from this long is removed from it.', min: 1 },
+  'group.consumer.heartbeat.interval.ms': { kind: 'int', default: '5000', doc: 'How often members of a consumer-protocol group are told to heartbeat.', min: 1 },
+  'group.consumer.max.size': { kind: 'int', default: '2147483647', doc: 'Most members one consumer-protocol group takes; more get GROUP_MAX_SIZE_REACHED.', min: 1 },
+  'group.consumer.assignors': { kind: 'list', default: 'uniform,range', doc: 'Server-side assignors of consumer-protocol groups (uniform, range); the first is the default.' },
+  'group.consumer.assignment.interval.ms': { kind: 'int', default: '1000', doc: 'Least time between two target assignments of a consumer-protocol group; 0 assigns at every change.', min: 0 },
   'offsets.retention.minutes': { kind: 'int', default: '10080', doc: 'Committed offsets of a group expire this long after it became empty (or after the commit, for groups that only commit).', min: 1 },
   'offsets.retention.check.interval.ms': { kind: 'long', default: '600000', doc: 'How often expired offsets are looked for.', min: 1 },
   'offset.metadata.max.bytes': { kind: 'int', default: '4096', doc: 'Longest metadata an offset commit may carry.' },
@@ -117,6 +122,11 @@ export interface BrokerConfig {
   readonly groupMinSessionTimeoutMs: number;
   readonly groupMaxSessionTimeoutMs: number;
   readonly groupMaxSize: number;
+  readonly groupConsumerSessionTimeoutMs: number;
+  readonly groupConsumerHeartbeatIntervalMs: number;
+  readonly groupConsumerMaxSize: number;
+  readonly groupConsumerAssignors: readonly ('uniform' | 'range')[];
+  readonly groupConsumerAssignmentIntervalMs: number;
   readonly offsetsRetentionMinutes: number;
   readonly offsetsRetentionCheckIntervalMs: number;
   readonly offsetMetadataMaxBytes: number;
@@ -267,6 +277,11 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     groupMinSessionTimeoutMs: int('group.min.session.timeout.ms'),
     groupMaxSessionTimeoutMs: int('group.max.session.timeout.ms'),
     groupMaxSize: int('group.max.size'),
+    groupConsumerSessionTimeoutMs: int('group.consumer.session.timeout.ms'),
+    groupConsumerHeartbeatIntervalMs: int('group.consumer.heartbeat.interval.ms'),
+    groupConsumerMaxSize: int('group.consumer.max.size'),
+    groupConsumerAssignors: assignorList(get('group.consumer.assignors')!),
+    groupConsumerAssignmentIntervalMs: int('group.consumer.assignment.interval.ms'),
     offsetsRetentionMinutes: int('offsets.retention.minutes'),
     offsetsRetentionCheckIntervalMs: int('offsets.retention.check.interval.ms'),
     offsetMetadataMaxBytes: int('offset.metadata.max.bytes'),
@@ -288,4 +303,14 @@ export function parseMetadataStore(value: string, root: string): MetadataStoreSp
   }
   if (!root.startsWith('/') || !root.endsWith('/')) throw new ConfigError(`metadata.etcd.root: "${root}" must start and end with "/"`);
   return { kind: 'etcd', endpoints, root };
+}
+
+/** group.consumer.assignors: names of the server-side assignors gregor has, at least one. */
+function assignorList(value: string): ('uniform' | 'range')[] {
+  const names = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const bad = names.filter((n) => n !== 'uniform' && n !== 'range');
+  if (names.length === 0 || bad.length > 0) {
+    throw new ConfigError(`group.consumer.assignors: ${bad.length > 0 ? `unknown assignor ${bad.join(', ')}` : 'no assignor'}; use uniform and/or range, e.g. group.consumer.assignors=uniform,range`);
+  }
+  return names as ('uniform' | 'range')[];
 }

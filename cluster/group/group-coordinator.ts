@@ -43,12 +43,28 @@ import type { MetadataImage, MetadataStore } from '../metadata/metadata-image.js
 import { GROUP_METADATA_TOPIC, partitionFor } from '../coordinator/partition-for.js';
 import { appendErrorToResponseError, type OffsetsTopicStore } from '../coordinator/state-log-store.js';
 import { SystemGroupTimer, type GroupTimer } from '../coordinator/timer.js';
-import { ZERO_UUID } from '../../wire/uuid.js';
+import { ZERO_UUID, randomUuid } from '../../wire/uuid.js';
+import {
+  ConsumerGroup,
+  MemberState,
+  assign,
+  copyMember,
+  newMember,
+  reconcile,
+  sameAssigned,
+  sameTarget,
+  type Assigned,
+  type AssignorName,
+  type ConsumerMember,
+  type MemberStateId,
+  type TargetAssignment,
+} from './consumer-group.js';
 import {
   groupMetadataRecord,
   batchesIn,
   offsetCommitRecord,
   recordsBatch,
+  type ConsumerGroupRecord,
   type CoordinatorRecord,
   type TransactionalProducer,
   type GroupMetadataValueData,
@@ -90,9 +106,19 @@ export interface GroupCoordinatorConfig {
   readonly newMemberJoinTimeoutMs: number;
   /** offsets.commit.timeout.ms: how long an answer waits for its records to reach every in-sync replica */
   readonly offsetCommitTimeoutMs: number;
+  /** group.consumer.session.timeout.ms: a consumer-protocol member not heard from this long is fenced */
+  readonly consumerSessionTimeoutMs: number;
+  /** group.consumer.heartbeat.interval.ms: what each ConsumerGroupHeartbeat answer tells the member */
+  readonly consumerHeartbeatIntervalMs: number;
+  /** group.consumer.max.size */
+  readonly consumerMaxSize: number;
+  /** group.consumer.assignors: the server-side assignors members may name; the first is the default */
+  readonly consumerAssignors: readonly AssignorName[];
+  /** group.consumer.assignment.interval.ms: the least time between two target assignments of a group */
+  readonly consumerAssignmentIntervalMs: number;
 }
 
-/** Kafka 4.0's defaults. */
+/** Kafka 4.4's defaults. */
 export const DEFAULT_GROUP_COORDINATOR_CONFIG: GroupCoordinatorConfig = {
   initialRebalanceDelayMs: 3000,
   minSessionTimeoutMs: 6000,
@@ -103,6 +129,11 @@ export const DEFAULT_GROUP_COORDINATOR_CONFIG: GroupCoordinatorConfig = {
   offsetMetadataMaxBytes: 4096,
   newMemberJoinTimeoutMs: 5 * 60_000,
   offsetCommitTimeoutMs: 5000,
+  consumerSessionTimeoutMs: 45000,
+  consumerHeartbeatIntervalMs: 5000,
+  consumerMaxSize: 2147483647,
+  consumerAssignors: ['uniform', 'range'],
+  consumerAssignmentIntervalMs: 1000,
 };
 
 export interface GroupCoordinatorLogger {
@@ -191,6 +222,8 @@ export interface TxnOffsetCommitParams {
   /** '' before v3. */
   readonly memberId: string;
   readonly groupInstanceId: string | null;
+  /** TxnOffsetCommit v6+ may answer STALE_MEMBER_EPOCH; older versions get ILLEGAL_GENERATION. */
+  readonly staleMemberEpochKnown?: boolean;
   readonly topics: readonly {
     readonly name: string;
     readonly partitions: readonly {
@@ -237,6 +270,8 @@ export interface ListedGroup {
 export interface DescribedGroup {
   errorCode: number;
   groupId: string;
+  /** Set when the id names a consumer group (KIP-848), which DescribeGroups does not describe. */
+  consumerGroup?: boolean;
   groupState: string;
   protocolType: string;
   protocolData: string;
@@ -299,6 +334,8 @@ class OffsetTable {
  */
 class Shard {
   readonly groups = new Map<string, ClassicGroup>();
+  /** Groups of the consumer protocol (KIP-848); a group id is in one of the two maps at most. */
+  readonly consumerGroups = new Map<string, ConsumerGroup>();
   private readonly committed = new OffsetTable();
   private readonly pending = new Map<bigint, OffsetTable>();
   private readonly openTransactions = new Map<string, Set<bigint>>();
@@ -412,6 +449,179 @@ class Shard {
 }
 
 const heartbeatKey = (groupId: string, memberId: string): string => `heartbeat\u0000${groupId}\u0000${memberId}`;
+const consumerSessionKey = (groupId: string, memberId: string): string => `consumer-session\u0000${groupId}\u0000${memberId}`;
+const rebalanceKey = (groupId: string, memberId: string): string => `consumer-rebalance\u0000${groupId}\u0000${memberId}`;
+
+/** ConsumerGroupHeartbeat's member epochs that leave: for good (-1), or for a while, a static member (-2). */
+const LEAVE_EPOCH = -1;
+const STATIC_LEAVE_EPOCH = -2;
+
+export interface ConsumerGroupHeartbeatParams {
+  readonly version: number;
+  readonly groupId: string;
+  readonly memberId: string;
+  readonly memberEpoch: number;
+  readonly instanceId: string | null;
+  readonly rackId: string | null;
+  readonly rebalanceTimeoutMs: number;
+  readonly subscribedTopicNames: readonly string[] | null;
+  readonly subscribedTopicRegex: string | null;
+  readonly serverAssignor: string | null;
+  readonly topicPartitions: readonly { readonly topicId: string; readonly partitions: readonly number[] }[] | null;
+  readonly clientId: string;
+  readonly clientHost: string;
+}
+
+export interface ConsumerGroupHeartbeatResult {
+  errorCode: number;
+  errorMessage: string | null;
+  memberId: string | null;
+  memberEpoch: number;
+  heartbeatIntervalMs: number;
+  /** The partitions the member may own now, when it has to be told; null for no change. */
+  assignment: { topicId: string; partitions: number[] }[] | null;
+}
+
+export interface DescribedConsumerGroup {
+  errorCode: number;
+  errorMessage: string | null;
+  groupId: string;
+  groupState: string;
+  groupEpoch: number;
+  assignmentEpoch: number;
+  assignorName: string;
+  members: {
+    memberId: string;
+    instanceId: string | null;
+    rackId: string | null;
+    memberEpoch: number;
+    clientId: string;
+    clientHost: string;
+    subscribedTopicNames: string[];
+    subscribedTopicRegex: string;
+    assignment: { topicId: string; topicName: string; partitions: number[] }[];
+    targetAssignment: { topicId: string; topicName: string; partitions: number[] }[];
+  }[];
+}
+
+function heartbeatFailure(errorCode: number, errorMessage: string | null): ConsumerGroupHeartbeatResult {
+  return { errorCode, errorMessage, memberId: null, memberEpoch: 0, heartbeatIntervalMs: 0, assignment: null };
+}
+
+/** A subscription's regular expression, matched against whole topic names; null when it does not compile. */
+function compileRegex(source: string): RegExp | null {
+  try {
+    return new RegExp(`^(?:${source})$`, 'u');
+  } catch {
+    return null;
+  }
+}
+
+/** The ids of the existing topics a member subscribes to, by name or by its regular expression (internal topics left out). */
+function subscribedTopicIds(image: MetadataImage, m: ConsumerMember): string[] {
+  const ids = new Set<string>();
+  for (const name of m.subscribedTopicNames) {
+    const t = image.topics.get(name);
+    if (t) ids.add(t.topicId);
+  }
+  if (m.subscribedTopicRegex !== '') {
+    const re = compileRegex(m.subscribedTopicRegex);
+    if (re) for (const t of image.topics.values()) if (!t.internal && re.test(t.name)) ids.add(t.topicId);
+  }
+  return [...ids].sort();
+}
+
+/**
+ * What the members subscribe to, as the topics exist now: each subscribed
+ * topic's id, name and partition count, hashed (FNV-1a, 64 bits). A change
+ * (a topic created, deleted or given partitions) raises the group epoch.
+ */
+function subscriptionHash(image: MetadataImage, members: Iterable<ConsumerMember>): bigint {
+  const ids = new Set<string>();
+  for (const m of members) for (const id of subscribedTopicIds(image, m)) ids.add(id);
+  if (ids.size === 0) return 0n;
+  let h = 0xcbf29ce484222325n;
+  const mask = (1n << 64n) - 1n;
+  for (const id of [...ids].sort()) {
+    const t = image.topicsById.get(id)!;
+    for (const ch of Buffer.from(`${id}\u0000${t.name}\u0000${t.partitions.length};`)) {
+      h ^= BigInt(ch);
+      h = (h * 0x100000001b3n) & mask;
+    }
+  }
+  return BigInt.asIntN(64, h);
+}
+
+function memberMetadataChanged(a: ConsumerMember, b: ConsumerMember): boolean {
+  return (
+    a.instanceId !== b.instanceId ||
+    a.rackId !== b.rackId ||
+    a.clientId !== b.clientId ||
+    a.clientHost !== b.clientHost ||
+    a.rebalanceTimeoutMs !== b.rebalanceTimeoutMs ||
+    a.serverAssignor !== b.serverAssignor
+  );
+}
+
+function memberMetadataRecord(groupId: string, m: ConsumerMember): CoordinatorRecord {
+  return {
+    kind: 'consumer',
+    type: 5,
+    groupId,
+    memberId: m.memberId,
+    value: {
+      instanceId: m.instanceId,
+      rackId: m.rackId,
+      clientId: m.clientId,
+      clientHost: m.clientHost,
+      subscribedTopicNames: m.subscribedTopicNames,
+      subscribedTopicRegex: m.subscribedTopicRegex,
+      rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+      serverAssignor: m.serverAssignor,
+      classicMemberMetadata: null,
+    },
+  };
+}
+
+function targetMemberRecord(groupId: string, memberId: string, t: TargetAssignment): CoordinatorRecord {
+  return {
+    kind: 'consumer',
+    type: 7,
+    groupId,
+    memberId,
+    value: { topicPartitions: [...t].map(([topicId, ps]) => ({ topicId, partitions: [...ps].sort((a, b) => a - b) })) },
+  };
+}
+
+function currentAssignmentRecord(groupId: string, m: ConsumerMember): CoordinatorRecord {
+  const list = (a: Assigned) =>
+    [...a].map(([topicId, ps]) => {
+      const sorted = [...ps].sort((x, y) => x[0] - y[0]);
+      return { topicId, partitions: sorted.map(([p]) => p), assignmentEpochs: sorted.map(([, e]) => e) };
+    });
+  return {
+    kind: 'consumer',
+    type: 8,
+    groupId,
+    memberId: m.memberId,
+    value: {
+      memberEpoch: m.memberEpoch,
+      previousMemberEpoch: m.previousMemberEpoch,
+      state: m.state,
+      assignedPartitions: list(m.assigned),
+      partitionsPendingRevocation: list(m.pendingRevocation),
+    },
+  };
+}
+
+/** What removing a member writes, in Kafka's order: its current assignment, its target, its metadata. */
+function memberTombstones(groupId: string, memberId: string): CoordinatorRecord[] {
+  return [
+    { kind: 'consumer', type: 8, groupId, memberId, value: null },
+    { kind: 'consumer', type: 7, groupId, memberId, value: null },
+    { kind: 'consumer', type: 5, groupId, memberId, value: null },
+  ];
+}
 const joinKey = (groupId: string): string => `join\u0000${groupId}`;
 const syncKey = (groupId: string): string => `sync\u0000${groupId}`;
 const EXPIRE_OFFSETS_KEY = 'expire-offsets';
@@ -501,6 +711,24 @@ export class GroupCoordinator {
 
   private join(shard: Shard, p: JoinGroupParams, waiter: Waiter<JoinGroupResult>): void {
     const isUnknownMember = p.memberId === '';
+    const consumerGroup = shard.consumerGroups.get(p.groupId);
+    if (consumerGroup) {
+      // A consumer group with members does not take classic members (no online downgrade here); an empty one
+      // becomes a classic group, as Kafka converts an empty group whatever its migration policy.
+      if (consumerGroup.members.size > 0) {
+        waiter.complete(joinError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, p.memberId));
+        return;
+      }
+      const records: CoordinatorRecord[] = [];
+      for (const memberId of consumerGroup.target.keys()) records.push({ kind: 'consumer', type: 7, groupId: p.groupId, memberId, value: null });
+      records.push({ kind: 'consumer', type: 6, groupId: p.groupId, value: null }, { kind: 'consumer', type: 3, groupId: p.groupId, value: null });
+      const error = this.append(shard, records);
+      if (error !== ErrorCode.NONE) {
+        waiter.complete(joinError(appendErrorToResponseError(error), p.memberId));
+        return;
+      }
+      shard.consumerGroups.delete(p.groupId);
+    }
     let group = shard.groups.get(p.groupId);
     if (!group) {
       // A group is created only by a member without an id; one naming itself has lost its group.
@@ -1033,6 +1261,12 @@ export class GroupCoordinator {
     const shard = this.shardOf(p.groupId);
     if (!shard) return all(ErrorCode.NOT_COORDINATOR);
     const now = this.timer.now();
+    const consumerGroup = shard.consumerGroups.get(p.groupId);
+    if (consumerGroup) {
+      const error = this.consumerCommitError(consumerGroup, { memberId: p.memberId, generationId: p.generationId, v9: p.groupIdNotFoundKnown, topics: p.topics });
+      if (error !== ErrorCode.NONE) return all(error);
+      return this.writeCommits(shard, p, now);
+    }
     let group = shard.groups.get(p.groupId);
     let created = false;
     if (!group) {
@@ -1046,7 +1280,15 @@ export class GroupCoordinator {
     // A commit keeps a member's session alive while the group is stable or rebalancing.
     const member = group.members.get(p.memberId);
     if (member && (group.is('Stable') || group.is('PreparingRebalance'))) this.rescheduleHeartbeat(shard, group, member);
+    const answers = this.writeCommits(shard, p, now);
+    if (created && answers.some((t) => t.partitions.some((x) => x.errorCode === ErrorCode.NONE))) shard.groups.set(p.groupId, group);
+    return answers;
+  }
 
+  /** Writes the commits of `p` and applies them once written; OFFSET_METADATA_TOO_LARGE for metadata too long. */
+  private writeCommits(shard: Shard, p: OffsetCommitParams, now: number): TopicPartitionErrors[] {
+    const all = (errorCode: number): TopicPartitionErrors[] =>
+      p.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((x) => ({ partitionIndex: x.partitionIndex, errorCode })) }));
     const expireTimestampMs = p.retentionTimeMs === -1n ? null : now + Number(p.retentionTimeMs);
     const records: CoordinatorRecord[] = [];
     const commits: { topic: string; partition: number; offset: CommittedOffset }[] = [];
@@ -1073,7 +1315,6 @@ export class GroupCoordinator {
       if (appended.errorCode !== ErrorCode.NONE) return all(appendErrorToResponseError(appended.errorCode));
       baseOffset = appended.baseOffset;
     }
-    if (created) shard.groups.set(p.groupId, group);
     commits.forEach((c, i) => shard.setOffset(p.groupId, c.topic, c.partition, { ...c.offset, recordOffset: baseOffset + BigInt(i) }));
     return answers;
   }
@@ -1102,15 +1343,23 @@ export class GroupCoordinator {
     const shard = this.shardOf(p.groupId);
     if (!shard) return all(ErrorCode.NOT_COORDINATOR);
     const now = this.timer.now();
+    const consumerGroup = shard.consumerGroups.get(p.groupId);
     let group = shard.groups.get(p.groupId);
     let created = false;
-    if (!group) {
-      if (p.generationId >= 0) return all(ErrorCode.ILLEGAL_GENERATION);
-      group = new ClassicGroup(p.groupId, { state: 'Empty', now });
-      created = true;
+    if (consumerGroup) {
+      // A producer that is no member (no member id, epoch -1) commits unchecked; a member is checked as for OffsetCommit.
+      const producerOnly = p.memberId === '' && p.generationId < 0 && p.groupInstanceId === null;
+      const error = producerOnly ? ErrorCode.NONE : this.consumerCommitError(consumerGroup, { memberId: p.memberId, generationId: p.generationId, v9: true, topics: p.topics });
+      if (error !== ErrorCode.NONE) return all(error === ErrorCode.STALE_MEMBER_EPOCH && !p.staleMemberEpochKnown ? ErrorCode.ILLEGAL_GENERATION : error);
+    } else {
+      if (!group) {
+        if (p.generationId >= 0) return all(ErrorCode.ILLEGAL_GENERATION);
+        group = new ClassicGroup(p.groupId, { state: 'Empty', now });
+        created = true;
+      }
+      const error = txnCommitError(group, p);
+      if (error !== ErrorCode.NONE) return all(error);
     }
-    const error = txnCommitError(group, p);
-    if (error !== ErrorCode.NONE) return all(error);
 
     const records: CoordinatorRecord[] = [];
     const commits: { topic: string; partition: number; offset: CommittedOffset }[] = [];
@@ -1131,7 +1380,7 @@ export class GroupCoordinator {
       if (appended.errorCode !== ErrorCode.NONE) return all(appendErrorToResponseError(appended.errorCode));
       baseOffset = appended.baseOffset;
     }
-    if (created) shard.groups.set(p.groupId, group);
+    if (created && group) shard.groups.set(p.groupId, group);
     commits.forEach((c, i) => shard.setPending(p.producerId, p.groupId, c.topic, c.partition, { ...c.offset, recordOffset: baseOffset + BigInt(i) }));
     return answers;
   }
@@ -1190,7 +1439,7 @@ export class GroupCoordinator {
     const shard = this.shardOf(groupId);
     if (!shard) return failed(ErrorCode.NOT_COORDINATOR);
     const group = shard.groups.get(groupId);
-    const known = group !== undefined && !group.is('Dead');
+    const known = (group !== undefined && !group.is('Dead')) || shard.consumerGroups.has(groupId);
     const offsets = known ? shard.offsetsOf(groupId) : undefined;
     const unstable = (topic: string, i: number): boolean => known && requireStable && shard.hasPendingOffset(groupId, topic, i);
     if (topics === null) {
@@ -1225,15 +1474,27 @@ export class GroupCoordinator {
     if (pre !== ErrorCode.NONE) return { errorCode: pre, topics: [] };
     const shard = this.shardOf(groupId);
     if (!shard) return { errorCode: ErrorCode.NOT_COORDINATOR, topics: [] };
+    const consumerGroup = shard.consumerGroups.get(groupId);
     const group = shard.groups.get(groupId);
-    if (!group || group.is('Dead')) return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
-    if (!group.is('Empty') && !group.usesConsumerProtocol) return { errorCode: ErrorCode.NON_EMPTY_GROUP, topics: [] };
+    let subscribed: (topic: string) => boolean;
+    if (consumerGroup) {
+      const image = this.metadata.image();
+      const ids = new Set([...consumerGroup.members.values()].flatMap((m) => subscribedTopicIds(image, m)));
+      subscribed = (topic) => {
+        const id = image.topics.get(topic)?.topicId;
+        return id !== undefined && ids.has(id);
+      };
+    } else {
+      if (!group || group.is('Dead')) return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
+      if (!group.is('Empty') && !group.usesConsumerProtocol) return { errorCode: ErrorCode.NON_EMPTY_GROUP, topics: [] };
+      subscribed = (topic) => group.isSubscribedToTopic(topic);
+    }
     const records: CoordinatorRecord[] = [];
     const removed: { topic: string; partition: number }[] = [];
     const answers = topics.map((t) => ({
       name: t.name,
       partitions: t.partitions.map((partitionIndex) => {
-        if (group.isSubscribedToTopic(t.name)) return { partitionIndex, errorCode: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC };
+        if (subscribed(t.name)) return { partitionIndex, errorCode: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC };
         if (shard.offsetOf(groupId, t.name, partitionIndex) || shard.hasPendingOffset(groupId, t.name, partitionIndex)) {
           records.push(offsetCommitRecord(groupId, t.name, partitionIndex, null));
           removed.push({ topic: t.name, partition: partitionIndex });
@@ -1341,6 +1602,11 @@ export class GroupCoordinator {
         if (types.size > 0 && !types.has('classic')) continue;
         out.push({ groupId: group.groupId, protocolType: group.protocolType ?? '', groupState: group.state, groupType: 'classic' });
       }
+      for (const group of shard.consumerGroups.values()) {
+        if (states.size > 0 && !states.has(group.state.toLowerCase())) continue;
+        if (types.size > 0 && !types.has('consumer')) continue;
+        out.push({ groupId: group.groupId, protocolType: 'consumer', groupState: group.state, groupType: 'consumer' });
+      }
     }
     return out;
   }
@@ -1351,6 +1617,8 @@ export class GroupCoordinator {
     if (this.stopped) return described(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     const shard = this.shardOf(groupId);
     if (!shard) return described(ErrorCode.NOT_COORDINATOR);
+    // A consumer group is no classic group: Dead, which DescribeGroups v6 answers GROUP_ID_NOT_FOUND.
+    if (shard.consumerGroups.has(groupId)) return { ...described(ErrorCode.NONE, 'Dead'), consumerGroup: true };
     const group = shard.groups.get(groupId);
     if (!group || group.is('Dead')) return described(ErrorCode.NONE, 'Dead');
     const stable = group.is('Stable') && group.protocolName !== null;
@@ -1379,9 +1647,14 @@ export class GroupCoordinator {
     if (this.stopped) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
     const shard = this.shardOf(groupId);
     if (!shard) return ErrorCode.NOT_COORDINATOR;
+    const consumerGroup = shard.consumerGroups.get(groupId);
     const group = shard.groups.get(groupId);
-    if (!group || group.is('Dead')) return ErrorCode.GROUP_ID_NOT_FOUND;
-    if (!group.is('Empty')) return ErrorCode.NON_EMPTY_GROUP;
+    if (consumerGroup) {
+      if (consumerGroup.members.size > 0) return ErrorCode.NON_EMPTY_GROUP;
+    } else {
+      if (!group || group.is('Dead')) return ErrorCode.GROUP_ID_NOT_FOUND;
+      if (!group.is('Empty')) return ErrorCode.NON_EMPTY_GROUP;
+    }
     const records: CoordinatorRecord[] = [];
     for (const [topic, byPartition] of shard.offsetsOf(groupId) ?? []) {
       for (const partition of byPartition.keys()) records.push(offsetCommitRecord(groupId, topic, partition, null));
@@ -1389,13 +1662,514 @@ export class GroupCoordinator {
     for (const { topic, partition } of shard.pendingPartitionsOf(groupId)) {
       if (!shard.offsetOf(groupId, topic, partition)) records.push(offsetCommitRecord(groupId, topic, partition, null));
     }
-    records.push(groupMetadataRecord(groupId, null));
+    if (consumerGroup) {
+      for (const memberId of consumerGroup.target.keys()) records.push({ kind: 'consumer', type: 7, groupId, memberId, value: null });
+      records.push({ kind: 'consumer', type: 6, groupId, value: null }, { kind: 'consumer', type: 3, groupId, value: null });
+    } else records.push(groupMetadataRecord(groupId, null));
     const error = this.append(shard, records);
     if (error !== ErrorCode.NONE) return appendErrorToResponseError(error);
     shard.dropOffsetsOf(groupId);
+    shard.consumerGroups.delete(groupId);
     this.dropGroup(shard, groupId);
     this.log.info({ group: groupId }, 'deleted group');
     return ErrorCode.NONE;
+  }
+
+  // ---- consumer groups (KIP-848) ------------------------------------------------------------
+
+  /** A consumer group, for tests and tools; undefined when this broker does not coordinate one of that id. */
+  consumerGroup(groupId: string): ConsumerGroup | undefined {
+    return this.shardOf(groupId)?.consumerGroups.get(groupId);
+  }
+
+  /**
+   * ConsumerGroupHeartbeat (see api/consumer-group-heartbeat.ts): joins,
+   * heartbeats or leaves. Every change it makes (member metadata, group
+   * epoch, target assignment, the member's reconciled assignment) is written
+   * to the group's partition as one batch before it takes effect. The answer
+   * carries the member's epoch, the heartbeat interval and, when it changed
+   * (or on a join, or a full request), the partitions the member may own now.
+   *
+   * Example: a first member of a new group joining with epoch 0 and topic t
+   * (6 partitions) -> epoch 2 with t-0..5; a second member joining later
+   * -> epoch 3 and nothing until the first has revoked half; the first's next
+   * heartbeat -> epoch 2 with t-0..2 to keep; once it reports only those ->
+   * epoch 3; then the second's heartbeat -> t-3..5.
+   */
+  consumerGroupHeartbeat(p: ConsumerGroupHeartbeatParams): ConsumerGroupHeartbeatResult {
+    if (this.stopped) return heartbeatFailure(ErrorCode.COORDINATOR_NOT_AVAILABLE, null);
+    const problem = this.heartbeatRequestProblem(p);
+    if (problem) return problem;
+    const shard = this.shardOf(p.groupId);
+    if (!shard) return heartbeatFailure(ErrorCode.NOT_COORDINATOR, null);
+    if (p.memberEpoch === LEAVE_EPOCH || p.memberEpoch === STATIC_LEAVE_EPOCH) return this.consumerLeave(shard, p);
+    const now = this.timer.now();
+    const records: CoordinatorRecord[] = [];
+    // A classic group of the same id: an empty one (offsets only, or no members) becomes a consumer group.
+    const classic = shard.groups.get(p.groupId);
+    let dropClassic = false;
+    if (classic && !classic.is('Dead')) {
+      if (p.memberEpoch !== 0) return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${p.groupId} is not a consumer group.`);
+      if (classic.numMembers > 0) {
+        return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${p.groupId} is a classic group with members; its consumers must leave it before it can use the consumer protocol.`);
+      }
+      records.push(groupMetadataRecord(p.groupId, null));
+      dropClassic = true;
+    }
+    let group = shard.consumerGroups.get(p.groupId);
+    const created = !group;
+    if (!group) {
+      if (p.memberEpoch !== 0) return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, `Consumer group ${p.groupId} not found.`);
+      group = new ConsumerGroup(p.groupId);
+    }
+    const staticHolder = p.instanceId !== null ? group.memberByInstanceId(p.instanceId) : undefined;
+    if (!staticHolder && !group.members.has(p.memberId) && group.members.size >= this.config.consumerMaxSize) {
+      return heartbeatFailure(ErrorCode.GROUP_MAX_SIZE_REACHED, `The consumer group has reached its maximum capacity of ${this.config.consumerMaxSize} members.`);
+    }
+    const memberId = p.memberId === '' ? randomUuid() : p.memberId;
+    // The member as the group knows it, or a new one; a static member rejoining after a temporary leave takes over.
+    let old: ConsumerMember;
+    let replaced: ConsumerMember | null = null;
+    if (p.instanceId !== null) {
+      if (p.memberEpoch === 0) {
+        if (!staticHolder) old = group.members.get(memberId) ?? newMember(memberId);
+        else if (staticHolder.memberId === memberId) old = staticHolder;
+        else if (staticHolder.memberEpoch === STATIC_LEAVE_EPOCH) {
+          replaced = staticHolder;
+          old = { ...copyMember(staticHolder), memberId, memberEpoch: 0, previousMemberEpoch: 0, pendingRevocation: new Map(), state: MemberState.STABLE };
+          old.assigned = new Map([...old.assigned].map(([t, ps]) => [t, new Map([...ps.keys()].map((k) => [k, 0]))]));
+        } else {
+          return heartbeatFailure(
+            ErrorCode.UNRELEASED_INSTANCE_ID,
+            `Static member ${memberId} with instance id ${p.instanceId} cannot join the group because the instance id is owned by ${staticHolder.memberId} member.`,
+          );
+        }
+      } else {
+        if (!staticHolder) return heartbeatFailure(ErrorCode.UNKNOWN_MEMBER_ID, `Instance id ${p.instanceId} is unknown.`);
+        if (staticHolder.memberId !== memberId) {
+          return heartbeatFailure(ErrorCode.FENCED_INSTANCE_ID, `Static member ${memberId} with instance id ${p.instanceId} was fenced by member ${staticHolder.memberId}.`);
+        }
+        old = staticHolder;
+      }
+    } else {
+      const known = group.members.get(memberId);
+      if (!known) {
+        if (p.memberEpoch !== 0) return heartbeatFailure(ErrorCode.UNKNOWN_MEMBER_ID, `Member ${memberId} is not a member of group ${p.groupId}.`);
+        old = newMember(memberId);
+      } else old = known;
+    }
+    const fenced = this.epochFencing(old, p);
+    if (fenced) return fenced;
+
+    const updated = copyMember(old);
+    if (p.instanceId !== null) updated.instanceId = p.instanceId;
+    if (p.rackId !== null) updated.rackId = p.rackId;
+    if (p.serverAssignor !== null) updated.serverAssignor = p.serverAssignor;
+    if (p.subscribedTopicNames !== null) updated.subscribedTopicNames = [...new Set(p.subscribedTopicNames)].sort();
+    if (p.subscribedTopicRegex !== null) updated.subscribedTopicRegex = p.subscribedTopicRegex;
+    if (p.rebalanceTimeoutMs !== -1) updated.rebalanceTimeoutMs = p.rebalanceTimeoutMs;
+    updated.clientId = p.clientId;
+    updated.clientHost = p.clientHost;
+    const isNew = !group.members.has(memberId);
+    const subscriptionChanged =
+      isNew || old.subscribedTopicNames.join('\u0000') !== updated.subscribedTopicNames.join('\u0000') || old.subscribedTopicRegex !== updated.subscribedTopicRegex;
+    if (replaced) records.push(...memberTombstones(p.groupId, replaced.memberId));
+    if (isNew || subscriptionChanged || memberMetadataChanged(old, updated)) records.push(memberMetadataRecord(p.groupId, updated));
+
+    // The group as it would be with this member's change: epoch, metadata hash, target assignment.
+    const image = this.metadata.image();
+    const members = new Map(group.members);
+    if (replaced) members.delete(replaced.memberId);
+    members.set(memberId, updated);
+    const hash = subscriptionHash(image, members.values());
+    let groupEpoch = group.groupEpoch;
+    if (subscriptionChanged || hash !== group.metadataHash) {
+      groupEpoch++;
+      records.push({ kind: 'consumer', type: 3, groupId: p.groupId, value: { epoch: groupEpoch, metadataHash: hash } });
+    }
+    let assignmentEpoch = group.assignmentEpoch;
+    let assignmentTimestamp = group.assignmentTimestamp;
+    let target = new Map(group.target);
+    if (replaced) {
+      const moved = target.get(replaced.memberId);
+      target.delete(replaced.memberId);
+      if (moved) {
+        target.set(memberId, moved);
+        records.push(targetMemberRecord(p.groupId, memberId, moved));
+      }
+    }
+    const interval = this.config.consumerAssignmentIntervalMs;
+    if (assignmentEpoch < groupEpoch && (assignmentTimestamp === 0 || interval === 0 || now >= assignmentTimestamp + interval)) {
+      const assignor = this.preferredAssignor(members.values());
+      const computed = assign(
+        assignor,
+        [...members.values()].map((m) => ({ memberId: m.memberId, instanceId: m.instanceId, topics: subscribedTopicIds(image, m), previous: target.get(m.memberId) ?? new Map() })),
+        (topicId) => image.topicsById.get(topicId)?.partitions.length ?? 0,
+      );
+      for (const [id, t] of computed) if (!sameTarget(t, target.get(id))) records.push(targetMemberRecord(p.groupId, id, t));
+      target = computed;
+      assignmentEpoch = groupEpoch;
+      assignmentTimestamp = now;
+      records.push({ kind: 'consumer', type: 6, groupId: p.groupId, value: { assignmentEpoch, assignmentTimestamp: BigInt(now) } });
+    }
+    const owned = p.topicPartitions === null ? null : new Map(p.topicPartitions.map((t) => [t.topicId, new Set(t.partitions)]));
+    const view = new ConsumerGroup(p.groupId);
+    for (const [id, m] of members) if (id !== memberId) view.members.set(id, m);
+    const reconciled = reconcile(view, updated, assignmentEpoch, target.get(memberId) ?? new Map(), owned, new Set(subscribedTopicIds(image, updated)), subscriptionChanged);
+    const assignmentChanged =
+      isNew ||
+      reconciled.memberEpoch !== old.memberEpoch ||
+      reconciled.previousMemberEpoch !== old.previousMemberEpoch ||
+      reconciled.state !== old.state ||
+      !sameAssigned(reconciled.assigned, old.assigned) ||
+      !sameAssigned(reconciled.pendingRevocation, old.pendingRevocation);
+    if (assignmentChanged) records.push(currentAssignmentRecord(p.groupId, reconciled));
+
+    if (records.length > 0) {
+      const error = this.append(shard, records);
+      if (error !== ErrorCode.NONE) return heartbeatFailure(appendErrorToResponseError(error), null);
+    }
+    if (dropClassic) this.dropGroup(shard, p.groupId);
+    if (created) shard.consumerGroups.set(p.groupId, group);
+    if (replaced) {
+      group.members.delete(replaced.memberId);
+      this.cancelConsumerMemberTimers(p.groupId, replaced.memberId);
+    }
+    group.groupEpoch = groupEpoch;
+    group.metadataHash = hash;
+    group.assignmentEpoch = assignmentEpoch;
+    group.assignmentTimestamp = assignmentTimestamp;
+    group.target.clear();
+    for (const [id, t] of target) group.target.set(id, t);
+    group.members.set(memberId, reconciled);
+    this.scheduleConsumerSession(shard, group, memberId);
+    this.updateRebalanceTimer(shard, group, reconciled, old);
+    if (isNew) this.log.info({ group: p.groupId, member: memberId, epoch: reconciled.memberEpoch }, 'consumer group member joined');
+    const full = p.rebalanceTimeoutMs !== -1 && (p.subscribedTopicNames !== null || p.subscribedTopicRegex !== null) && p.topicPartitions !== null;
+    const sendAssignment = p.memberEpoch === 0 || full || !sameAssigned(reconciled.assigned, old.assigned);
+    return {
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+      memberId,
+      memberEpoch: reconciled.memberEpoch,
+      heartbeatIntervalMs: this.config.consumerHeartbeatIntervalMs,
+      assignment: sendAssignment ? [...reconciled.assigned].map(([topicId, ps]) => ({ topicId, partitions: [...ps.keys()].sort((a, b) => a - b) })) : null,
+    };
+  }
+
+  /** Kafka's request checks, in its order (ConsumerGroupHeartbeatRequest validation). */
+  private heartbeatRequestProblem(p: ConsumerGroupHeartbeatParams): ConsumerGroupHeartbeatResult | null {
+    const invalid = (message: string) => heartbeatFailure(ErrorCode.INVALID_REQUEST, message);
+    if (p.memberId.trim() === '' && (p.version >= 1 || p.memberEpoch > 0 || p.memberEpoch === LEAVE_EPOCH)) return invalid("MemberId can't be empty.");
+    if (p.groupId.trim() === '') return invalid("GroupId can't be empty.");
+    if (p.instanceId !== null && p.instanceId.trim() === '') return invalid("InstanceId can't be empty.");
+    if (p.rackId !== null && p.rackId.trim() === '') return invalid("RackId can't be empty.");
+    if (p.memberEpoch === 0) {
+      if (p.rebalanceTimeoutMs === -1) return invalid('RebalanceTimeoutMs must be provided in first request.');
+      if (p.topicPartitions === null || p.topicPartitions.length > 0) return invalid('TopicPartitions must be empty when (re-)joining.');
+      if (p.subscribedTopicNames === null && p.subscribedTopicRegex === null) {
+        return invalid('Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.');
+      }
+    } else if (p.memberEpoch === STATIC_LEAVE_EPOCH) {
+      if (p.instanceId === null) return invalid("InstanceId can't be null.");
+    } else if (p.memberEpoch < STATIC_LEAVE_EPOCH) {
+      return invalid('MemberEpoch is invalid.');
+    }
+    if (p.serverAssignor !== null && !(this.config.consumerAssignors as readonly string[]).includes(p.serverAssignor)) {
+      return heartbeatFailure(ErrorCode.UNSUPPORTED_ASSIGNOR, `ServerAssignor ${p.serverAssignor} is not supported. Supported assignors: ${this.config.consumerAssignors.join(', ')}.`);
+    }
+    if (p.subscribedTopicRegex !== null && p.subscribedTopicRegex !== '' && compileRegex(p.subscribedTopicRegex) === null) {
+      return heartbeatFailure(ErrorCode.INVALID_REGULAR_EXPRESSION, `SubscribedTopicRegex \`${p.subscribedTopicRegex}\` is not a valid regular expression.`);
+    }
+    return null;
+  }
+
+  /** FENCED_MEMBER_EPOCH for an epoch the member is not at (a lost answer's previous epoch is taken back). */
+  private epochFencing(m: ConsumerMember, p: ConsumerGroupHeartbeatParams): ConsumerGroupHeartbeatResult | null {
+    if (p.memberEpoch === 0) return null;
+    if (p.memberEpoch > m.memberEpoch) {
+      return heartbeatFailure(
+        ErrorCode.FENCED_MEMBER_EPOCH,
+        `The consumer group member has a greater member epoch (${p.memberEpoch}) than the one known by the group coordinator (${m.memberEpoch}). The member must abandon all its partitions and rejoin.`,
+      );
+    }
+    if (p.memberEpoch < m.memberEpoch) {
+      const ownsOnlyAssigned =
+        p.topicPartitions !== null && p.topicPartitions.every((t) => t.partitions.every((x) => m.assigned.get(t.topicId)?.has(x) === true));
+      if (p.memberEpoch !== m.previousMemberEpoch || !ownsOnlyAssigned) {
+        return heartbeatFailure(
+          ErrorCode.FENCED_MEMBER_EPOCH,
+          `The consumer group member has a smaller member epoch (${p.memberEpoch}) than the one known by the group coordinator (${m.memberEpoch}). The member must abandon all its partitions and rejoin.`,
+        );
+      }
+    }
+    return null;
+  }
+
+  /** The assignor most members name, else the first configured. */
+  private preferredAssignor(members: Iterable<ConsumerMember>): AssignorName {
+    const counts = new Map<string, number>();
+    for (const m of members) if (m.serverAssignor !== null) counts.set(m.serverAssignor, (counts.get(m.serverAssignor) ?? 0) + 1);
+    let best: string | null = null;
+    for (const [name, n] of counts) if (best === null || n > counts.get(best)!) best = name;
+    const configured = this.config.consumerAssignors;
+    return (best !== null && (configured as readonly string[]).includes(best) ? best : configured[0]!) as AssignorName;
+  }
+
+  /** Epoch -1 (leave) or -2 (a static member's temporary leave). */
+  private consumerLeave(shard: Shard, p: ConsumerGroupHeartbeatParams): ConsumerGroupHeartbeatResult {
+    const group = shard.consumerGroups.get(p.groupId);
+    if (!group) return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${p.groupId} not found.`);
+    let member: ConsumerMember | undefined;
+    if (p.instanceId === null) {
+      member = group.members.get(p.memberId);
+      if (!member) return heartbeatFailure(ErrorCode.UNKNOWN_MEMBER_ID, `Member ${p.memberId} is not a member of group ${p.groupId}.`);
+    } else {
+      member = group.memberByInstanceId(p.instanceId);
+      if (!member) return heartbeatFailure(ErrorCode.UNKNOWN_MEMBER_ID, `Instance id ${p.instanceId} is unknown.`);
+      if (member.memberId !== p.memberId) {
+        return heartbeatFailure(ErrorCode.FENCED_INSTANCE_ID, `Static member ${p.memberId} with instance id ${p.instanceId} was fenced by member ${member.memberId}.`);
+      }
+      if (p.memberEpoch === STATIC_LEAVE_EPOCH) {
+        // Kept, with its partitions, until its session times out or it rejoins.
+        const left: ConsumerMember = {
+          ...copyMember(member),
+          memberEpoch: STATIC_LEAVE_EPOCH,
+          pendingRevocation: new Map(),
+          assigned: new Map([...member.assigned].map(([t, ps]) => [t, new Map([...ps.keys()].map((k) => [k, 0]))])),
+        };
+        const error = this.append(shard, [currentAssignmentRecord(p.groupId, left)]);
+        if (error !== ErrorCode.NONE) return heartbeatFailure(appendErrorToResponseError(error), null);
+        group.members.set(member.memberId, left);
+        this.timer.cancel(rebalanceKey(p.groupId, member.memberId));
+        return { errorCode: ErrorCode.NONE, errorMessage: null, memberId: member.memberId, memberEpoch: STATIC_LEAVE_EPOCH, heartbeatIntervalMs: 0, assignment: null };
+      }
+    }
+    const error = this.fenceConsumerMembers(shard, group, [member.memberId], 'left');
+    if (error !== ErrorCode.NONE) return heartbeatFailure(error, null);
+    return { errorCode: ErrorCode.NONE, errorMessage: null, memberId: p.memberId, memberEpoch: LEAVE_EPOCH, heartbeatIntervalMs: 0, assignment: null };
+  }
+
+  /**
+   * Removes members (a leave, an expired session or rebalance timeout): their
+   * records get tombstones and the group epoch rises, so that the others are
+   * given the partitions at their next heartbeat. The error code of the write.
+   */
+  private fenceConsumerMembers(shard: Shard, group: ConsumerGroup, memberIds: readonly string[], why: string): number {
+    const gone = new Set(memberIds.filter((id) => group.members.has(id)));
+    if (gone.size === 0) return ErrorCode.NONE;
+    const records: CoordinatorRecord[] = [];
+    for (const id of gone) records.push(...memberTombstones(group.groupId, id));
+    const remaining = [...group.members.values()].filter((m) => !gone.has(m.memberId));
+    const hash = subscriptionHash(this.metadata.image(), remaining);
+    const groupEpoch = group.groupEpoch + 1;
+    records.push({ kind: 'consumer', type: 3, groupId: group.groupId, value: { epoch: groupEpoch, metadataHash: hash } });
+    const empty = remaining.length === 0;
+    if (empty) records.push({ kind: 'consumer', type: 6, groupId: group.groupId, value: { assignmentEpoch: groupEpoch, assignmentTimestamp: 0n } });
+    const error = this.append(shard, records);
+    if (error !== ErrorCode.NONE) return appendErrorToResponseError(error);
+    for (const id of gone) {
+      group.members.delete(id);
+      group.target.delete(id);
+      this.cancelConsumerMemberTimers(group.groupId, id);
+    }
+    group.groupEpoch = groupEpoch;
+    group.metadataHash = hash;
+    if (empty) {
+      group.assignmentEpoch = groupEpoch;
+      group.assignmentTimestamp = 0;
+    }
+    this.log.info({ group: group.groupId, members: [...gone], why, groupEpoch }, 'consumer group members removed');
+    return ErrorCode.NONE;
+  }
+
+  private scheduleConsumerSession(shard: Shard, group: ConsumerGroup, memberId: string): void {
+    const groupId = group.groupId;
+    this.timer.schedule(consumerSessionKey(groupId, memberId), this.config.consumerSessionTimeoutMs, () => {
+      const g = shard.consumerGroups.get(groupId);
+      if (!g || this.shards.get(shard.partition) !== shard || !g.members.has(memberId)) return;
+      const error = this.fenceConsumerMembers(shard, g, [memberId], 'session timed out');
+      // Not written: try again later rather than keep a member nobody hears from.
+      if (error !== ErrorCode.NONE) this.scheduleConsumerSession(shard, g, memberId);
+    });
+  }
+
+  /** A member that must revoke partitions has its rebalance timeout to do so, or it is fenced. */
+  private updateRebalanceTimer(shard: Shard, group: ConsumerGroup, now: ConsumerMember, before: ConsumerMember): void {
+    const key = rebalanceKey(group.groupId, now.memberId);
+    if (now.state !== MemberState.UNREVOKED_PARTITIONS) {
+      this.timer.cancel(key);
+      return;
+    }
+    if (before.state === MemberState.UNREVOKED_PARTITIONS && before.memberEpoch === now.memberEpoch && this.timer.isScheduled(key)) return;
+    const epoch = now.memberEpoch;
+    const groupId = group.groupId;
+    const timeout = now.rebalanceTimeoutMs > 0 ? now.rebalanceTimeoutMs : this.config.consumerSessionTimeoutMs;
+    this.timer.schedule(key, timeout, () => {
+      const g = shard.consumerGroups.get(groupId);
+      const m = g?.members.get(now.memberId);
+      if (!g || !m || this.shards.get(shard.partition) !== shard) return;
+      if (m.memberEpoch === epoch && m.state === MemberState.UNREVOKED_PARTITIONS) this.fenceConsumerMembers(shard, g, [m.memberId], 'did not revoke its partitions within its rebalance timeout');
+    });
+  }
+
+  private cancelConsumerMemberTimers(groupId: string, memberId: string): void {
+    this.timer.cancel(consumerSessionKey(groupId, memberId));
+    this.timer.cancel(rebalanceKey(groupId, memberId));
+  }
+
+  /** ConsumerGroupDescribe for one group. */
+  describeConsumerGroup(groupId: string): DescribedConsumerGroup {
+    const failed = (errorCode: number, errorMessage: string | null): DescribedConsumerGroup => ({
+      errorCode,
+      errorMessage,
+      groupId,
+      groupState: '',
+      groupEpoch: 0,
+      assignmentEpoch: 0,
+      assignorName: '',
+      members: [],
+    });
+    if (this.stopped) return failed(ErrorCode.COORDINATOR_NOT_AVAILABLE, null);
+    if (groupId === '') return failed(ErrorCode.INVALID_GROUP_ID, null);
+    const shard = this.shardOf(groupId);
+    if (!shard) return failed(ErrorCode.NOT_COORDINATOR, null);
+    const group = shard.consumerGroups.get(groupId);
+    if (!group) {
+      const classic = shard.groups.get(groupId);
+      if (classic && !classic.is('Dead')) return failed(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} is not a consumer group.`);
+      return failed(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} not found.`);
+    }
+    const image = this.metadata.image();
+    const named = (a: ReadonlyMap<string, ReadonlyMap<number, number> | ReadonlySet<number>>) => {
+      const out: { topicId: string; topicName: string; partitions: number[] }[] = [];
+      for (const [topicId, ps] of a) {
+        const topic = image.topicsById.get(topicId);
+        if (!topic) continue;
+        const list = ps instanceof Map ? [...ps.keys()] : [...(ps as ReadonlySet<number>)];
+        out.push({ topicId, topicName: topic.name, partitions: list.sort((x, y) => x - y) });
+      }
+      return out;
+    };
+    return {
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+      groupId,
+      groupState: group.state,
+      groupEpoch: group.groupEpoch,
+      assignmentEpoch: group.assignmentEpoch,
+      assignorName: this.preferredAssignor(group.members.values()),
+      members: [...group.members.values()].map((m) => {
+        const now = new Map<string, Set<number>>();
+        for (const src of [m.assigned, m.pendingRevocation]) for (const [t, ps] of src) for (const p of ps.keys()) (now.get(t) ?? now.set(t, new Set()).get(t)!).add(p);
+        return {
+          memberId: m.memberId,
+          instanceId: m.instanceId,
+          rackId: m.rackId,
+          memberEpoch: m.memberEpoch,
+          clientId: m.clientId,
+          clientHost: m.clientHost,
+          subscribedTopicNames: m.subscribedTopicNames,
+          subscribedTopicRegex: m.subscribedTopicRegex,
+          assignment: named(now),
+          targetAssignment: named(group.target.get(m.memberId) ?? new Map()),
+        };
+      }),
+    };
+  }
+
+  /** Kafka's ConsumerGroup.validateOffsetCommit, for a commit to a consumer group. */
+  private consumerCommitError(group: ConsumerGroup, p: { memberId: string; generationId: number; v9: boolean; topics: readonly { name: string; partitions: readonly { partitionIndex: number }[] }[] }): number {
+    if (p.generationId < 0 && group.members.size === 0) return ErrorCode.NONE;
+    const member = group.members.get(p.memberId);
+    if (!member) return ErrorCode.UNKNOWN_MEMBER_ID;
+    if (!p.v9) return ErrorCode.UNSUPPORTED_VERSION;
+    if (p.generationId === member.memberEpoch) return ErrorCode.NONE;
+    if (p.generationId > member.memberEpoch) return ErrorCode.STALE_MEMBER_EPOCH;
+    // An older epoch may commit the partitions it was given at or before that epoch.
+    const image = this.metadata.image();
+    for (const t of p.topics) {
+      const topicId = image.topics.get(t.name)?.topicId;
+      for (const x of t.partitions) {
+        const epoch = topicId === undefined ? undefined : (member.assigned.get(topicId)?.get(x.partitionIndex) ?? member.pendingRevocation.get(topicId)?.get(x.partitionIndex));
+        if (epoch === undefined || p.generationId < epoch) return ErrorCode.STALE_MEMBER_EPOCH;
+      }
+    }
+    return ErrorCode.NONE;
+  }
+
+  /** Applies one consumer group record read back from the log. */
+  private replayConsumer(shard: Shard, r: ConsumerGroupRecord): void {
+    let group = shard.consumerGroups.get(r.groupId);
+    if (!group) {
+      if (r.value === null) return;
+      group = new ConsumerGroup(r.groupId);
+      shard.consumerGroups.set(r.groupId, group);
+      // A consumer group replaces a classic group of the same id that only held offsets.
+      shard.groups.delete(r.groupId);
+    }
+    switch (r.type) {
+      case 3:
+        if (r.value === null) {
+          shard.consumerGroups.delete(r.groupId);
+          return;
+        }
+        group.groupEpoch = r.value.epoch;
+        group.metadataHash = r.value.metadataHash;
+        return;
+      case 6:
+        group.assignmentEpoch = r.value === null ? -1 : r.value.assignmentEpoch;
+        group.assignmentTimestamp = r.value === null ? 0 : Number(r.value.assignmentTimestamp);
+        return;
+      case 7:
+        if (r.value === null) group.target.delete(r.memberId);
+        else group.target.set(r.memberId, new Map(r.value.topicPartitions.map((t) => [t.topicId, new Set(t.partitions)])));
+        return;
+      case 5: {
+        if (r.value === null) {
+          group.members.delete(r.memberId);
+          return;
+        }
+        const m = group.members.get(r.memberId) ?? newMember(r.memberId);
+        const v = r.value;
+        Object.assign(m, {
+          instanceId: v.instanceId,
+          rackId: v.rackId,
+          clientId: v.clientId,
+          clientHost: v.clientHost,
+          subscribedTopicNames: [...v.subscribedTopicNames],
+          subscribedTopicRegex: v.subscribedTopicRegex ?? '',
+          rebalanceTimeoutMs: v.rebalanceTimeoutMs,
+          serverAssignor: v.serverAssignor,
+        });
+        group.members.set(r.memberId, m);
+        return;
+      }
+      case 8: {
+        const m = group.members.get(r.memberId) ?? newMember(r.memberId);
+        if (r.value === null) {
+          m.memberEpoch = LEAVE_EPOCH;
+          m.assigned = new Map();
+          m.pendingRevocation = new Map();
+        } else {
+          const v = r.value;
+          const withEpochs = (list: typeof v.assignedPartitions): Assigned =>
+            new Map(
+              list.map((t) => {
+                const epochs = t.assignmentEpochs !== null && t.assignmentEpochs.length === t.partitions.length ? t.assignmentEpochs : null;
+                return [t.topicId, new Map(t.partitions.map((p, i) => [p, epochs ? epochs[i]! : Math.max(v.memberEpoch, 0)]))];
+              }),
+            );
+          m.memberEpoch = v.memberEpoch;
+          m.previousMemberEpoch = v.previousMemberEpoch;
+          m.state = (v.state === MemberState.UNREVOKED_PARTITIONS || v.state === MemberState.UNRELEASED_PARTITIONS ? v.state : MemberState.STABLE) as MemberStateId;
+          m.assigned = withEpochs(v.assignedPartitions);
+          m.pendingRevocation = withEpochs(v.partitionsPendingRevocation);
+        }
+        group.members.set(r.memberId, m);
+        return;
+      }
+    }
   }
 
   // ---- partitions, persistence ---------------------------------------------------------------
@@ -1502,6 +2276,13 @@ export class GroupCoordinator {
       for (const member of group.members.values()) this.rescheduleHeartbeat(shard, group, member);
       if (group.numMembers > this.config.maxSize) this.prepareRebalance(shard, group);
     }
+    // Consumer group members get a fresh session, and those revoking a fresh rebalance timeout.
+    for (const group of shard.consumerGroups.values()) {
+      for (const member of group.members.values()) {
+        this.scheduleConsumerSession(shard, group, member.memberId);
+        this.updateRebalanceTimer(shard, group, member, { ...member, state: MemberState.STABLE });
+      }
+    }
     if (records > 0) {
       const offsets = [...shard.committedEntries()].length;
       const pending = [...shard.pendingEntries()].length;
@@ -1511,13 +2292,17 @@ export class GroupCoordinator {
 
   /** Applies one record read back at `recordOffset`; `producerId` is that of its transactional batch, else null. */
   private replay(shard: Shard, r: CoordinatorRecord, recordOffset: bigint, producerId: bigint | null, now: number): void {
+    if (r.kind === 'consumer') {
+      this.replayConsumer(shard, r);
+      return;
+    }
     if (r.kind === 'offset') {
       const { group: groupId, topic, partition } = r.key;
       if (r.value === null) {
         shard.removeOffset(groupId, topic, partition);
         return;
       }
-      if (!shard.groups.has(groupId)) shard.groups.set(groupId, new ClassicGroup(groupId, { state: 'Empty', now }));
+      if (!shard.groups.has(groupId) && !shard.consumerGroups.has(groupId)) shard.groups.set(groupId, new ClassicGroup(groupId, { state: 'Empty', now }));
       const v = r.value;
       const entry: OffsetEntry = {
         offset: v.offset,
@@ -1536,6 +2321,7 @@ export class GroupCoordinator {
       shard.groups.delete(groupId);
       return;
     }
+    shard.consumerGroups.delete(groupId);
     shard.groups.set(groupId, groupFromValue(groupId, r.value));
   }
 
@@ -1556,6 +2342,7 @@ export class GroupCoordinator {
       this.cancelGroupTimers(group);
       group.state = 'Dead';
     }
+    for (const group of shard.consumerGroups.values()) for (const id of group.members.keys()) this.cancelConsumerMemberTimers(group.groupId, id);
   }
 
   private dropGroup(shard: Shard, groupId: string): void {

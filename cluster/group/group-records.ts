@@ -3,10 +3,12 @@
  * layouts (kafka-protocol/group-coordinator/*.json), so that Kafka's tools
  * reading that topic understand them and gregor understands Kafka's.
  *
- * A record's key is an int16 version followed by the key struct at that
- * version; the version also says what the record is: 0 or 1 an offset
- * commit, 2 a group's metadata (3 and up are KIP-848 and share-group
- * records, which a classic coordinator skips). Its value is an int16 version
+ * A record's key is an int16 record type followed by the key struct: 0 or
+ * 1 an offset commit, 2 a classic group's metadata, 3 and 5-8 the records of
+ * a consumer group (KIP-848: its epoch, each member's metadata, the target
+ * assignment's epoch and each member's part of it, each member's current
+ * assignment); other types (share and streams groups, regular expressions)
+ * are skipped. Its value is an int16 version
  * followed by the value struct, or null: a tombstone, which deletes what the
  * key names. As Kafka 4.0 writes them: offset keys at version 1, group keys
  * at 2, group values at 3, offset values at 3, or at 1 when the commit
@@ -23,6 +25,22 @@ import type { GroupMetadataKey as GroupMetadataKeyT } from '../../wire/messages/
 import type { GroupMetadataValue as GroupMetadataValueT, MemberMetadata } from '../../wire/messages/group-metadata-value.js';
 import type { OffsetCommitKey as OffsetCommitKeyT } from '../../wire/messages/offset-commit-key.js';
 import type { OffsetCommitValue as OffsetCommitValueT } from '../../wire/messages/offset-commit-value.js';
+import type { MessageDecl } from '../../wire/schema.js';
+import { ConsumerGroupMetadataKey } from '../../wire/messages/consumer-group-metadata-key.js';
+import { ConsumerGroupMetadataValue } from '../../wire/messages/consumer-group-metadata-value.js';
+import { ConsumerGroupMemberMetadataKey } from '../../wire/messages/consumer-group-member-metadata-key.js';
+import { ConsumerGroupMemberMetadataValue } from '../../wire/messages/consumer-group-member-metadata-value.js';
+import { ConsumerGroupTargetAssignmentMetadataKey } from '../../wire/messages/consumer-group-target-assignment-metadata-key.js';
+import { ConsumerGroupTargetAssignmentMetadataValue } from '../../wire/messages/consumer-group-target-assignment-metadata-value.js';
+import { ConsumerGroupTargetAssignmentMemberKey } from '../../wire/messages/consumer-group-target-assignment-member-key.js';
+import { ConsumerGroupTargetAssignmentMemberValue } from '../../wire/messages/consumer-group-target-assignment-member-value.js';
+import { ConsumerGroupCurrentMemberAssignmentKey } from '../../wire/messages/consumer-group-current-member-assignment-key.js';
+import { ConsumerGroupCurrentMemberAssignmentValue } from '../../wire/messages/consumer-group-current-member-assignment-value.js';
+import type { ConsumerGroupMetadataValue as ConsumerGroupMetadataValueT } from '../../wire/messages/consumer-group-metadata-value.js';
+import type { ConsumerGroupMemberMetadataValue as ConsumerGroupMemberMetadataValueT } from '../../wire/messages/consumer-group-member-metadata-value.js';
+import type { ConsumerGroupTargetAssignmentMetadataValue as ConsumerGroupTargetAssignmentMetadataValueT } from '../../wire/messages/consumer-group-target-assignment-metadata-value.js';
+import type { ConsumerGroupTargetAssignmentMemberValue as ConsumerGroupTargetAssignmentMemberValueT } from '../../wire/messages/consumer-group-target-assignment-member-value.js';
+import type { ConsumerGroupCurrentMemberAssignmentValue as ConsumerGroupCurrentMemberAssignmentValueT } from '../../wire/messages/consumer-group-current-member-assignment-value.js';
 
 export type { MemberMetadata };
 export type OffsetCommitKeyData = OffsetCommitKeyT;
@@ -42,9 +60,31 @@ const GROUP_METADATA_VALUE_VERSION = 3;
 const OFFSET_COMMIT_VALUE_VERSION = 3;
 const OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1;
 
+/** The records of a consumer group (KIP-848), by record type. */
+export type ConsumerGroupRecord =
+  | { readonly kind: 'consumer'; readonly type: 3; readonly groupId: string; readonly value: ConsumerGroupMetadataValueT | null }
+  | { readonly kind: 'consumer'; readonly type: 5; readonly groupId: string; readonly memberId: string; readonly value: ConsumerGroupMemberMetadataValueT | null }
+  | { readonly kind: 'consumer'; readonly type: 6; readonly groupId: string; readonly value: ConsumerGroupTargetAssignmentMetadataValueT | null }
+  | { readonly kind: 'consumer'; readonly type: 7; readonly groupId: string; readonly memberId: string; readonly value: ConsumerGroupTargetAssignmentMemberValueT | null }
+  | { readonly kind: 'consumer'; readonly type: 8; readonly groupId: string; readonly memberId: string; readonly value: ConsumerGroupCurrentMemberAssignmentValueT | null };
+
+export type ConsumerGroupMetadataValueData = ConsumerGroupMetadataValueT;
+export type ConsumerGroupMemberMetadataValueData = ConsumerGroupMemberMetadataValueT;
+export type ConsumerGroupCurrentMemberAssignmentValueData = ConsumerGroupCurrentMemberAssignmentValueT;
+
+const CONSUMER_RECORD_DECLS: Readonly<Record<3 | 5 | 6 | 7 | 8, { key: MessageDecl; value: MessageDecl; member: boolean }>> = {
+  3: { key: ConsumerGroupMetadataKey, value: ConsumerGroupMetadataValue, member: false },
+  5: { key: ConsumerGroupMemberMetadataKey, value: ConsumerGroupMemberMetadataValue, member: true },
+  6: { key: ConsumerGroupTargetAssignmentMetadataKey, value: ConsumerGroupTargetAssignmentMetadataValue, member: false },
+  7: { key: ConsumerGroupTargetAssignmentMemberKey, value: ConsumerGroupTargetAssignmentMemberValue, member: true },
+  8: { key: ConsumerGroupCurrentMemberAssignmentKey, value: ConsumerGroupCurrentMemberAssignmentValue, member: true },
+};
+const CONSUMER_VALUE_VERSION = 0;
+
 export type CoordinatorRecord =
   | { readonly kind: 'offset'; readonly key: OffsetCommitKeyT; readonly value: OffsetCommitValueT | null }
-  | { readonly kind: 'group'; readonly key: GroupMetadataKeyT; readonly value: GroupMetadataValueT | null };
+  | { readonly kind: 'group'; readonly key: GroupMetadataKeyT; readonly value: GroupMetadataValueT | null }
+  | ConsumerGroupRecord;
 
 /** A record of a kind this coordinator does not keep (KIP-848, share groups), or one it cannot read. */
 export interface SkippedRecord {
@@ -69,6 +109,12 @@ function versioned(version: number, body: Buffer): Buffer {
 
 /** The key and value bytes of a record as they go into __consumer_offsets. */
 export function serializeRecord(r: CoordinatorRecord): { key: Buffer; value: Buffer | null } {
+  if (r.kind === 'consumer') {
+    const decls = CONSUMER_RECORD_DECLS[r.type];
+    const keyFields = 'memberId' in r ? { groupId: r.groupId, memberId: r.memberId } : { groupId: r.groupId };
+    const key = versioned(r.type, encode(decls.key, KEY_SCHEMA_VERSION, keyFields));
+    return { key, value: r.value === null ? null : versioned(CONSUMER_VALUE_VERSION, encode(decls.value, CONSUMER_VALUE_VERSION, r.value)) };
+  }
   if (r.kind === 'offset') {
     const key = versioned(OFFSET_COMMIT_KEY_VERSION, encode(OffsetCommitKey, KEY_SCHEMA_VERSION, r.key));
     if (r.value === null) return { key, value: null };
@@ -104,10 +150,20 @@ export function deserializeRecord(key: Buffer | null, value: Buffer | null): Coo
     const v = decodeValue<GroupMetadataValueT>(GroupMetadataValue, value);
     return typeof v === 'string' ? { kind: 'skipped', reason: v } : { kind: 'group', key: k.value, value: v };
   }
-  return { kind: 'skipped', reason: `record type ${keyVersion} is not a classic group record` };
+  if (keyVersion in CONSUMER_RECORD_DECLS) {
+    const type = keyVersion as 3 | 5 | 6 | 7 | 8;
+    const decls = CONSUMER_RECORD_DECLS[type];
+    const k = decode<{ groupId: string; memberId?: string }>(decls.key, KEY_SCHEMA_VERSION, key.subarray(2));
+    if (!k.ok) return { kind: 'skipped', reason: k.error };
+    const v = value === null ? null : decodeValue<object>(decls.value, value);
+    if (typeof v === 'string') return { kind: 'skipped', reason: v };
+    const base = decls.member ? { groupId: k.value.groupId, memberId: k.value.memberId ?? '' } : { groupId: k.value.groupId };
+    return { kind: 'consumer', type, ...base, value: v } as ConsumerGroupRecord;
+  }
+  return { kind: 'skipped', reason: `record type ${keyVersion} is not a group record gregor keeps` };
 }
 
-function decodeValue<T>(decl: typeof OffsetCommitValue, value: Buffer): T | string {
+function decodeValue<T>(decl: MessageDecl, value: Buffer): T | string {
   if (value.length < 2) return 'value shorter than its version';
   const version = value.readInt16BE(0);
   if (version < decl.versions[0] || version > decl.versions[1]) return `${decl.name} version ${version} is unknown`;

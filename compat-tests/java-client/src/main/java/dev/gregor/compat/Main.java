@@ -19,7 +19,8 @@ public final class Main {
 
     static {
         SCENARIOS.put("admin", new AdminScenario());
-        SCENARIOS.put("group", new GroupScenario());
+        SCENARIOS.put("group", new GroupScenario(false));
+        SCENARIOS.put("group-consumer", new GroupScenario(true));
         SCENARIOS.put("group-admin", new GroupAdminScenario());
         SCENARIOS.put("idempotent", new IdempotentScenario());
         SCENARIOS.put("metadata", new MetadataScenario());
