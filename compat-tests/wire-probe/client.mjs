@@ -24,6 +24,7 @@ const { ListOffsetsResponse } = await import(new URL('messages/list-offsets-resp
 const { CreateTopicsRequest } = await import(new URL('messages/create-topics-request.js', dist).href);
 const { CreateTopicsResponse } = await import(new URL('messages/create-topics-response.js', dist).href);
 const batches = await import(new URL('record-batch.js', dist).href);
+const { API_MESSAGES } = await import(new URL('messages/index.js', dist).href);
 
 const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA';
 const APIS = {
@@ -73,7 +74,8 @@ class Probe {
 
   /** Sends `body` as (apiKey, version) and decodes the answer with `answerVersion` (default: the same). */
   async request(apiKey, version, body, answerVersion = version) {
-    const [reqDecl, resDecl] = APIS[apiKey];
+    const known = API_MESSAGES.find((a) => a.apiKey === apiKey);
+    const [reqDecl, resDecl] = APIS[apiKey] ?? [known.request, known.response];
     const correlationId = ++this.correlationId;
     const w = new Writer();
     const hv = version <= reqDecl.versions[1] ? headers.requestHeaderVersion(apiKey, version, reqDecl) : 2;
@@ -422,4 +424,121 @@ async function corruptBatch(bootstrap) {
   expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
 }
 
-runScenarios({ label: 'wire-probe', banner: 'wire-probe (gregor codec)', scenarios: { 'metadata-rules': metadataRules, 'corrupt-batch': corruptBatch } });
+/** A connection to the coordinator of `key` (0 a group, 1 a transactional id), found through `p`. */
+async function coordinatorOf(p, key, keyType = 0) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const res = await p.request(10, 4, { key: '', keyType, coordinatorKeys: [key] });
+    const c = res.coordinators[0];
+    if (c.errorCode === ErrorCode.NONE) return Probe.connect(`${c.host}:${c.port}`);
+    if (Date.now() > deadline) throw new Error(`no coordinator for ${key}: error ${c.errorCode}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const heartbeat = (groupId, memberId, memberEpoch, over = {}) => ({
+  groupId,
+  memberId,
+  memberEpoch,
+  instanceId: null,
+  rackId: null,
+  rebalanceTimeoutMs: memberEpoch === 0 ? 30_000 : -1,
+  subscribedTopicNames: null,
+  subscribedTopicRegex: null,
+  serverAssignor: null,
+  topicPartitions: memberEpoch === 0 ? [] : null,
+  ...over,
+});
+
+/**
+ * Kafka 4.4's answers for ApiVersions v5 (KIP-1242), its finalized features, and the consumer
+ * group protocol (KIP-848) around one member: request checks, epochs, fencing, the group as
+ * ConsumerGroupDescribe, DescribeGroups, ListGroups and OffsetCommit see it, its leave and deletion.
+ */
+async function consumerGroupRules(bootstrap) {
+  const p = await Probe.connect(bootstrap);
+  const results = [];
+  let c = null;
+  try {
+    const suffix = randomBytes(4).toString('hex');
+    const md = await p.request(3, 12, metadataRequest([]));
+    const self = await connectedBrokerId(p, bootstrap);
+    const av = (clusterId, nodeId) => p.request(18, 5, { clientSoftwareName: 'wire-probe', clientSoftwareVersion: '1', clusterId, nodeId });
+    const answer = (r) => [r.errorCode, r.apiKeys.length > 0];
+    results.push(check('ApiVersions v5 naming this cluster and node: [error, table]', answer(await av(md.clusterId, self)), [0, true]));
+    results.push(check('ApiVersions v5 with a cluster id and no node id', answer(await av(md.clusterId, -1)), [ErrorCode.INVALID_REQUEST, false]));
+    results.push(check('ApiVersions v5 naming another node', answer(await av(md.clusterId, self + 100)), [ErrorCode.REBOOTSTRAP_REQUIRED, false]));
+    results.push(check('ApiVersions v5 naming another cluster', answer(await av('another-cluster-abcdef', self)), [ErrorCode.REBOOTSTRAP_REQUIRED, false]));
+    const features = Object.fromEntries((await av(null, -1)).finalizedFeatures.map((f) => [f.name, f.maxVersionLevel]));
+    results.push(check('finalized transaction.version and group.version', [features['transaction.version'], features['group.version']], [2, 1]));
+
+    const topic = `cg-rules-${suffix}`;
+    const group = `cg-rules-${suffix}`;
+    await createTopic(p, topic, 6);
+    const leaders = await untilLeader(p, topic, 10_000);
+    const topicId = leaders.topicId;
+    c = await coordinatorOf(p, group);
+    // Kafka's group coordinator learns of a new topic a moment after its partitions have leaders; a member
+    // joining before that is given nothing.
+    await new Promise((r) => setTimeout(r, 2000));
+    const hb = async (body, version = 1) => {
+      const r = await c.request(68, version, body);
+      return { ...r, parts: r.assignment === null ? null : r.assignment.topicPartitions.map((t) => [t.topicId === topicId, [...t.partitions].sort((a, b) => a - b)]) };
+    };
+    const brief = (r) => [r.errorCode, r.errorMessage];
+    results.push(check('join without a member id (v1)', brief(await hb(heartbeat(group, '', 0, { subscribedTopicNames: [topic] }))), [ErrorCode.INVALID_REQUEST, "MemberId can't be empty."]));
+    results.push(check('join without a rebalance timeout', brief(await hb(heartbeat(group, 'm-a', 0, { subscribedTopicNames: [topic], rebalanceTimeoutMs: -1 }))), [ErrorCode.INVALID_REQUEST, 'RebalanceTimeoutMs must be provided in first request.']));
+    results.push(check('join naming an assignor the broker lacks', (await hb(heartbeat(group, 'm-a', 0, { subscribedTopicNames: [topic], serverAssignor: 'sticky' }))).errorCode, ErrorCode.UNSUPPORTED_ASSIGNOR));
+    results.push(check('heartbeat to a group that does not exist', brief(await hb(heartbeat(group, 'm-a', 3))), [ErrorCode.GROUP_ID_NOT_FOUND, `Consumer group ${group} not found.`]));
+    const joined = await hb(heartbeat(group, 'm-a', 0, { subscribedTopicNames: [topic] }));
+    results.push(check('first member joins: [error, epoch, interval, assignment]', [joined.errorCode, joined.memberId, joined.memberEpoch, joined.heartbeatIntervalMs, joined.parts], [0, 'm-a', 2, 5000, [[true, [0, 1, 2, 3, 4, 5]]]]));
+    results.push(check('heartbeat at the same epoch: no assignment', [(await hb(heartbeat(group, 'm-a', 2))).errorCode, (await hb(heartbeat(group, 'm-a', 2))).parts], [0, null]));
+    results.push(check('heartbeat with a greater epoch', (await hb(heartbeat(group, 'm-a', 7))).errorCode, ErrorCode.FENCED_MEMBER_EPOCH));
+    results.push(check('heartbeat with a smaller epoch', (await hb(heartbeat(group, 'm-a', 1, { topicPartitions: [] }))).errorCode, ErrorCode.FENCED_MEMBER_EPOCH));
+    results.push(check('heartbeat of an unknown member', brief(await hb(heartbeat(group, 'm-z', 2))), [ErrorCode.UNKNOWN_MEMBER_ID, `Member m-z is not a member of group ${group}.`]));
+
+    const describe = async () => {
+      const g = (await c.request(69, 1, { groupIds: [group], includeAuthorizedOperations: false })).groups[0];
+      return [g.errorCode, g.errorMessage, g.groupState, g.groupEpoch, g.assignmentEpoch, g.assignorName, g.members.map((m) => [m.memberId, m.memberEpoch, m.clientId, m.subscribedTopicNames, m.subscribedTopicRegex, m.memberType, m.assignment.topicPartitions.map((t) => [t.topicName, [...t.partitions].sort((a, b) => a - b)])])];
+    };
+    results.push(check('ConsumerGroupDescribe', await describe(), [0, null, 'Stable', 2, 2, 'uniform', [['m-a', 2, 'wire-probe', [topic], '', 1, [[topic, [0, 1, 2, 3, 4, 5]]]]]]));
+    const dg = async (v) => {
+      const g = (await c.request(15, v, { groups: [group], includeAuthorizedOperations: false })).groups[0];
+      return [g.errorCode, g.errorMessage ?? null, g.groupState, g.members.length];
+    };
+    results.push(check('DescribeGroups v6 on a consumer group', await dg(6), [ErrorCode.GROUP_ID_NOT_FOUND, `Group ${group} is not a classic group.`, 'Dead', 0]));
+    results.push(check('DescribeGroups v5 on a consumer group', await dg(5), [0, null, 'Dead', 0]));
+    const listed = (await c.request(16, 5, { statesFilter: [], typesFilter: ['consumer'] })).groups.filter((g) => g.groupId === group);
+    results.push(check('ListGroups v5 of type consumer', listed.map((g) => [g.protocolType, g.groupState, g.groupType]), [['consumer', 'Stable', 'consumer']]));
+    const commit = async (epoch) =>
+      (
+        await c.request(8, 9, {
+          groupId: group,
+          generationIdOrMemberEpoch: epoch,
+          memberId: 'm-a',
+          groupInstanceId: null,
+          retentionTimeMs: -1n,
+          topics: [{ name: topic, topicId: ZERO_UUID, partitions: [{ partitionIndex: 0, committedOffset: 0n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] }],
+        })
+      ).topics[0].partitions[0].errorCode;
+    results.push(check('OffsetCommit v9 at a newer member epoch, then at its own', [await commit(3), await commit(2)], [ErrorCode.STALE_MEMBER_EPOCH, 0]));
+    const deleteGroup = async () => (await c.request(42, 2, { groupsNames: [group] })).results[0].errorCode;
+    results.push(check('DeleteGroups while it has a member', await deleteGroup(), ErrorCode.NON_EMPTY_GROUP));
+    const left = await hb(heartbeat(group, 'm-a', -1));
+    results.push(check('leave: [error, member, epoch, interval]', [left.errorCode, left.memberId, left.memberEpoch, left.heartbeatIntervalMs], [0, 'm-a', -1, 0]));
+    const empty = await describe();
+    results.push(check('ConsumerGroupDescribe after the leave: [state, group epoch, assignment epoch]', empty.slice(2, 5), ['Empty', 3, 3]));
+    results.push(check('DeleteGroups once empty', await deleteGroup(), 0));
+    results.push(check('ConsumerGroupDescribe after the deletion', (await describe()).slice(0, 2), [ErrorCode.GROUP_ID_NOT_FOUND, `Group ${group} not found.`]));
+  } finally {
+    p.close();
+    c?.close();
+  }
+  expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
+}
+
+runScenarios({
+  label: 'wire-probe',
+  banner: 'wire-probe (gregor codec)',
+  scenarios: { 'metadata-rules': metadataRules, 'corrupt-batch': corruptBatch, 'consumer-group-rules': consumerGroupRules },
+});
