@@ -5,7 +5,9 @@
  * committed offset of the group, and adds a top-level error; v3 the
  * throttle time; v5 the committed leader epoch; v6 is flexible; v7 adds
  * require_stable; v8 asks for several groups at once, each answered on its
- * own; v9 adds member id and epoch (KIP-848; a classic group ignores them);
+ * own; v9 adds member id and epoch (KIP-848: a member of a consumer group must
+ * name itself at its current epoch, else the group's error is UNKNOWN_MEMBER_ID
+ * or STALE_MEMBER_EPOCH; a classic group ignores them);
  * v10 names topics by id, both ways: an id no topic has is answered
  * UNKNOWN_TOPIC_ID on its partitions, and committed offsets of a topic that
  * no longer exists are left out of an answer listing every topic.
@@ -33,10 +35,13 @@ const REQUIRE_STABLE_VERSION = 7;
 const MULTI_GROUP_VERSION = 8;
 
 const TOPIC_ID_VERSION = 10;
+const MEMBER_VERSION = 9;
 
 interface GroupAsk {
   groupId: string;
   topics: { name: string; topicId: string; partitionIndexes: number[] }[] | null;
+  /** v9+: the member asking, checked against a consumer group (KIP-848). */
+  member: { memberId: string | null; memberEpoch: number } | null;
 }
 
 function asks(req: OffsetFetchRequest, version: number, ctx: Pick<RequestContext, 'services'>): GroupAsk[] {
@@ -44,10 +49,11 @@ function asks(req: OffsetFetchRequest, version: number, ctx: Pick<RequestContext
     const byId = version >= TOPIC_ID_VERSION ? ctx.services.metadata.image().topicsById : null;
     return req.groups.map((g) => ({
       groupId: g.groupId,
+      member: version >= MEMBER_VERSION ? { memberId: g.memberId, memberEpoch: g.memberEpoch } : null,
       topics: g.topics === null ? null : g.topics.map((t) => ({ name: byId ? (byId.get(t.topicId)?.name ?? '') : t.name, topicId: t.topicId, partitionIndexes: t.partitionIndexes })),
     }));
   }
-  return [{ groupId: req.groupId, topics: req.topics === null ? null : req.topics.map((t) => ({ ...t, topicId: ZERO_UUID })) }];
+  return [{ groupId: req.groupId, member: null, topics: req.topics === null ? null : req.topics.map((t) => ({ ...t, topicId: ZERO_UUID })) }];
 }
 
 /** The coordinator's answer with each topic's id; from v10, topics asked by an unknown id get UNKNOWN_TOPIC_ID. */
@@ -103,7 +109,7 @@ export const offsetFetch = defineHandler<OffsetFetchRequest, OffsetFetchResponse
   handle(req, ctx) {
     const v = ctx.apiVersion;
     const requireStable = v >= REQUIRE_STABLE_VERSION && req.requireStable;
-    const groups = asks(req, v, ctx).map((ask) => ({ ask, result: withIds(ask, ctx.services.groups.fetchOffsets(ask.groupId, ask.topics, requireStable), v, ctx) }));
+    const groups = asks(req, v, ctx).map((ask) => ({ ask, result: withIds(ask, ctx.services.groups.fetchOffsets(ask.groupId, ask.topics, requireStable, ask.member), v, ctx) }));
     return body(groups, v);
   },
   errorResponse: (req: OffsetFetchRequest, errorCode: number, ctx: RequestContext) =>

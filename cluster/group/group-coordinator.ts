@@ -1430,7 +1430,12 @@ export class GroupCoordinator {
    * UNSTABLE_OFFSET_COMMIT instead of its committed offset, so that the
    * client asks again once the transaction is over.
    */
-  fetchOffsets(groupId: string, topics: readonly { name: string; partitionIndexes: readonly number[] }[] | null, requireStable = false): OffsetFetchResult {
+  fetchOffsets(
+    groupId: string,
+    topics: readonly { name: string; partitionIndexes: readonly number[] }[] | null,
+    requireStable = false,
+    member: { memberId: string | null; memberEpoch: number } | null = null,
+  ): OffsetFetchResult {
     const failed = (errorCode: number): OffsetFetchResult => ({
       errorCode,
       topics: (topics ?? []).map((t) => ({ name: t.name, partitions: t.partitionIndexes.map((i) => noOffset(i, errorCode)) })),
@@ -1439,7 +1444,14 @@ export class GroupCoordinator {
     const shard = this.shardOf(groupId);
     if (!shard) return failed(ErrorCode.NOT_COORDINATOR);
     const group = shard.groups.get(groupId);
-    const known = (group !== undefined && !group.is('Dead')) || shard.consumerGroups.has(groupId);
+    const consumerGroup = shard.consumerGroups.get(groupId);
+    // OffsetFetch v9+ from a member of a consumer group (KIP-848): it must be one, at its current epoch.
+    if (consumerGroup && member && (member.memberId !== null || member.memberEpoch >= 0)) {
+      const m = member.memberId === null ? undefined : consumerGroup.members.get(member.memberId);
+      if (!m) return failed(ErrorCode.UNKNOWN_MEMBER_ID);
+      if (m.memberEpoch !== member.memberEpoch) return failed(ErrorCode.STALE_MEMBER_EPOCH);
+    }
+    const known = (group !== undefined && !group.is('Dead')) || consumerGroup !== undefined;
     const offsets = known ? shard.offsetsOf(groupId) : undefined;
     const unstable = (topic: string, i: number): boolean => known && requireStable && shard.hasPendingOffset(groupId, topic, i);
     if (topics === null) {

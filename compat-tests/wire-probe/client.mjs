@@ -522,6 +522,16 @@ async function consumerGroupRules(bootstrap) {
         })
       ).topics[0].partitions[0].errorCode;
     results.push(check('OffsetCommit v9 at a newer member epoch, then at its own', [await commit(3), await commit(2)], [ErrorCode.STALE_MEMBER_EPOCH, 0]));
+    const fetchAs = async (memberId, memberEpoch) => {
+      const g = (await c.request(9, 9, { groupId: '', topics: [], groups: [{ groupId: group, memberId, memberEpoch, topics: [{ name: topic, topicId: ZERO_UUID, partitionIndexes: [0] }] }], requireStable: false })).groups[0];
+      return [g.errorCode, g.topics.map((t) => t.partitions.map((x) => [x.partitionIndex, Number(x.committedOffset)]))];
+    };
+    results.push(check('OffsetFetch v9 as the member at a stale epoch, an unknown member, the member, and no member', [
+      await fetchAs('m-a', 3),
+      await fetchAs('m-z', 2),
+      await fetchAs('m-a', 2),
+      await fetchAs(null, -1),
+    ], [[ErrorCode.STALE_MEMBER_EPOCH, []], [ErrorCode.UNKNOWN_MEMBER_ID, []], [0, [[[0, 0]]]], [0, [[[0, 0]]]]]));
     const deleteGroup = async () => (await c.request(42, 2, { groupsNames: [group] })).results[0].errorCode;
     results.push(check('DeleteGroups while it has a member', await deleteGroup(), ErrorCode.NON_EMPTY_GROUP));
     const left = await hb(heartbeat(group, 'm-a', -1));
