@@ -44,6 +44,8 @@ import { listPartitionReassignments } from './list-partition-reassignments.js';
 import { writeTxnMarkers } from './write-txn-markers.js';
 import { consumerGroupHeartbeat } from './consumer-group-heartbeat.js';
 import { consumerGroupDescribe } from './consumer-group-describe.js';
+import { updateFeatures } from './update-features.js';
+import { unregisterBroker } from './unregister-broker.js';
 
 export const HANDLERS: readonly ApiHandler[] = [
   produce,
@@ -86,6 +88,8 @@ export const HANDLERS: readonly ApiHandler[] = [
   listPartitionReassignments,
   consumerGroupHeartbeat,
   consumerGroupDescribe,
+  updateFeatures,
+  unregisterBroker,
 ];
 
 export function handlerTable(handlers: readonly ApiHandler[] = HANDLERS): Map<number, ApiHandler> {

@@ -547,8 +547,39 @@ async function consumerGroupRules(bootstrap) {
   expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
 }
 
+/** Kafka 4.4's answers to UpdateFeatures (KIP-584) and UnregisterBroker, with nothing changed. */
+async function featureRules(bootstrap) {
+  const p = await Probe.connect(bootstrap);
+  const results = [];
+  try {
+    const update = async (version, feature, level, upgradeType = 1) => {
+      const r = await p.request(57, version, { timeoutMs: 5000, validateOnly: true, featureUpdates: [{ feature, maxVersionLevel: level, allowDowngrade: upgradeType !== 1, upgradeType }] });
+      // The message names the answering controller's id, which differs between brokers: compared without it.
+      return [r.errorCode, r.errorMessage?.replace(/Local controller \d+/, 'Local controller N') ?? null, r.results.map((x) => [x.feature, x.errorCode, x.errorMessage])];
+    };
+    const head = 'The update failed for all features since the following feature had an error: Invalid update version';
+    results.push(check('UpdateFeatures v1 to the current transaction.version', await update(1, 'transaction.version', 2), [0, null, [['transaction.version', 0, 'NONE']]]));
+    results.push(check('UpdateFeatures v2 to the current group.version', await update(2, 'group.version', 1), [0, null, []]));
+    results.push(check('UpdateFeatures v1 of an unknown feature', await update(1, 'no.such.feature', 1), [ErrorCode.INVALID_UPDATE_VERSION, `${head} 1 for feature no.such.feature. Local controller N does not support this feature.`, []]));
+    results.push(check('UpdateFeatures v1 past the supported levels', await update(1, 'transaction.version', 5), [ErrorCode.INVALID_UPDATE_VERSION, `${head} 5 for feature transaction.version. Local controller N only supports versions 0-2`, []]));
+    results.push(check('UpdateFeatures v1 downgrade without a downgrade type', await update(1, 'transaction.version', 1), [
+      ErrorCode.INVALID_UPDATE_VERSION,
+      `${head} 1 for feature transaction.version. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.`,
+      [],
+    ]));
+    const unregister = async (id) => {
+      const r = await p.request(64, 0, { brokerId: id });
+      return [r.errorCode, r.errorMessage];
+    };
+    results.push(check('UnregisterBroker of an id no broker has', await unregister(4242), [ErrorCode.BROKER_ID_NOT_REGISTERED, 'Broker ID 4242 is not currently registered']));
+  } finally {
+    p.close();
+  }
+  expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
+}
+
 runScenarios({
   label: 'wire-probe',
   banner: 'wire-probe (gregor codec)',
-  scenarios: { 'metadata-rules': metadataRules, 'corrupt-batch': corruptBatch, 'consumer-group-rules': consumerGroupRules },
+  scenarios: { 'metadata-rules': metadataRules, 'corrupt-batch': corruptBatch, 'consumer-group-rules': consumerGroupRules, 'feature-rules': featureRules },
 });
