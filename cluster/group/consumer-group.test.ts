@@ -190,6 +190,39 @@ describe('consumer groups (KIP-848): ConsumerGroupHeartbeat', () => {
   });
 });
 
+describe('consumer groups (KIP-848): static members and regular expressions', () => {
+  it('keeps a static member\'s partitions over a temporary leave, for the member that takes its instance id, without a new group epoch', () => {
+    const h = setup({ consumerAssignmentIntervalMs: 0 });
+    const c = h.coordinator;
+    expect(parts(c.consumerGroupHeartbeat(join('A1', { instanceId: 'i-a' })))).toEqual([0, 1, 2, 3, 4, 5]);
+    const left = c.consumerGroupHeartbeat(join('A1', { memberEpoch: -2, instanceId: 'i-a', rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: null }));
+    expect([left.errorCode, left.memberId, left.memberEpoch]).toEqual([0, 'A1', -2]);
+    expect(c.consumerGroup('g')).toMatchObject({ groupEpoch: 2, state: 'Reconciling' });
+    // Another process with the instance id while the holder is not away: refused.
+    const back = c.consumerGroupHeartbeat(join('A2', { instanceId: 'i-a' }));
+    expect([back.errorCode, back.memberEpoch, parts(back)]).toEqual([0, 2, [0, 1, 2, 3, 4, 5]]);
+    expect(c.consumerGroup('g')).toMatchObject({ groupEpoch: 2, state: 'Stable' });
+    expect([...c.consumerGroup('g')!.members.keys()]).toEqual(['A2']);
+    expect(c.consumerGroupHeartbeat(join('A3', { instanceId: 'i-a' })).errorCode).toBe(ErrorCode.UNRELEASED_INSTANCE_ID);
+    expect(c.consumerGroupHeartbeat(join('A1', { memberEpoch: 2, instanceId: 'i-a', rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: null })).errorCode).toBe(
+      ErrorCode.FENCED_INSTANCE_ID,
+    );
+  });
+
+  it('assigns the topics a regular expression matches, whole names only, and a topic created later at the next heartbeat', () => {
+    const h = setup({ consumerAssignmentIntervalMs: 0 });
+    const c = h.coordinator;
+    const r = c.consumerGroupHeartbeat(join('A', { subscribedTopicNames: null, subscribedTopicRegex: 't' }));
+    expect([r.errorCode, parts(r)]).toEqual([0, [0, 1, 2, 3, 4, 5]]);
+    expect(c.describeConsumerGroup('g').members[0]).toMatchObject({ subscribedTopicNames: [], subscribedTopicRegex: 't' });
+    // A regular expression matching no topic yet: nothing, and no internal topic.
+    const other = c.consumerGroupHeartbeat(join('B', { groupId: 'g2', subscribedTopicNames: null, subscribedTopicRegex: '__.*|x.*' }));
+    expect(parts(other)).toEqual([]);
+    h.topics.grow(7);
+    expect(parts(c.consumerGroupHeartbeat(beat('A', 2, [0, 1, 2, 3, 4, 5])))).toEqual([0, 1, 2, 3, 4, 5, 6]);
+  });
+});
+
 describe('consumer group assignors', () => {
   const member = (memberId: string, previous: [string, number[]][] = [], topics = [T]) => ({ memberId, instanceId: null, topics, previous: new Map(previous.map(([t, ps]) => [t, new Set(ps)])) });
   const flat = (a: Map<string, Map<string, Set<number>>>) => Object.fromEntries([...a].map(([m, t]) => [m, [...(t.get(T) ?? [])].sort((x, y) => x - y)]));

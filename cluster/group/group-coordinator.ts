@@ -1783,8 +1783,11 @@ export class GroupCoordinator {
     updated.clientId = p.clientId;
     updated.clientHost = p.clientHost;
     const isNew = !group.members.has(memberId);
+    // A static member taking over its instance id keeps the old member's subscription: no change unless it asks for one.
     const subscriptionChanged =
-      isNew || old.subscribedTopicNames.join('\u0000') !== updated.subscribedTopicNames.join('\u0000') || old.subscribedTopicRegex !== updated.subscribedTopicRegex;
+      (isNew && !replaced) ||
+      old.subscribedTopicNames.join('\u0000') !== updated.subscribedTopicNames.join('\u0000') ||
+      old.subscribedTopicRegex !== updated.subscribedTopicRegex;
     if (replaced) records.push(...memberTombstones(p.groupId, replaced.memberId));
     if (isNew || subscriptionChanged || memberMetadataChanged(old, updated)) records.push(memberMetadataRecord(p.groupId, updated));
 
