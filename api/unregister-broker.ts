@@ -3,9 +3,11 @@
  * sends to remove a broker that is gone for good from the cluster's
  * registrations. A gregor broker is registered while it runs (its lease in
  * the metadata store; the process itself on a broker of its own) and drops
- * out when it stops, so a registered broker is a live one: as on Kafka, where
- * a live broker registers again at its next heartbeat, the answer is NONE
- * and nothing changes. An id no registered broker has is
+ * out by itself when it stops, so a registered broker is a live one, and
+ * the answer is NONE with nothing changed. (Kafka 4.4 removes a live broker's
+ * registration too, and that broker stays fenced, its heartbeats answered
+ * STALE_BROKER_EPOCH, until it is restarted: gregor does not take a running
+ * broker out of its cluster on a request.) An id no registered broker has is
  * BROKER_ID_NOT_REGISTERED, with Kafka's message.
  */
 import { ErrorCode } from '../wire/errors.js';

@@ -39,7 +39,7 @@ describe('UpdateFeatures', () => {
 });
 
 describe('UnregisterBroker', () => {
-  it('answers NONE for a registered (live) broker and BROKER_ID_NOT_REGISTERED otherwise, as Kafka 4.4 does', async () => {
+  it('answers NONE for a registered (live) broker, which stays registered, and BROKER_ID_NOT_REGISTERED with Kafka\'s message otherwise', async () => {
     const services = testServices();
     expect(await callAt(unregisterBroker, 0, { brokerId: 1 }, services)).toEqual({ throttleTimeMs: 0, errorCode: 0, errorMessage: '' });
     expect(await callAt(unregisterBroker, 0, { brokerId: 7 }, services)).toEqual({ throttleTimeMs: 0, errorCode: ErrorCode.BROKER_ID_NOT_REGISTERED, errorMessage: 'Broker ID 7 is not currently registered' });

@@ -196,23 +196,30 @@ function compileField(f: FieldDecl, version: number, messageFlexible: boolean): 
 
   if (f.type === 'struct') {
     const inner = compileStruct(f.fields ?? [], version, messageFlexible);
+    // As Kafka encodes them: a nullable struct's marker is an int8 (-1 null, 1 present), but inside a tagged
+    // field an unsigned varint (0 null, 1 present); a tagged struct defaults to the empty struct, so that a
+    // null one is written out.
+    const tagged = messageFlexible && f.tag !== undefined && inRange(f.tagged, version);
     enc = (w, v) => {
-      if (v === undefined && f.default === null && nullable) v = null;
+      if (v === undefined && f.default === null && nullable && !tagged) v = null;
       if (nullable) {
-        if (v === null) return void w.int8(-1);
-        w.int8(1);
+        if (v === null) return void (tagged ? w.uvarint(0) : w.int8(-1));
+        if (tagged) w.uvarint(1);
+        else w.int8(1);
       } else if (v === null) throw new TypeError(`${label} is not nullable in this version`);
       inner.encode(w, v ?? inner.defaults());
     };
     dec = (r) => {
-      if (nullable && r.int8() < 0) return null;
+      if (nullable && (tagged ? r.uvarint() === 0 : r.int8() < 0)) return null;
       return inner.decode(r);
     };
-    make = f.default === null ? () => null : inner.defaults;
+    make = f.default === null && !tagged ? () => null : inner.defaults;
     // As Kafka does for tagged fields: a struct equal to its default is left out.
     let defaultBytes: Buffer | undefined;
     isDefault = (v) => {
-      if (v === null || f.default === null) return v === null && f.default === null;
+      if (tagged && nullable) {
+        if (v === null) return false;
+      } else if (v === null || f.default === null) return v === null && f.default === null;
       defaultBytes ??= encodeWith(inner, inner.defaults());
       return encodeWith(inner, v).equals(defaultBytes);
     };

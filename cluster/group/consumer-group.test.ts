@@ -1,7 +1,11 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { buildBatch } from '../../wire/record-batch.js';
 import { ErrorCode } from '../../wire/errors.js';
 import { buildImage, type MetadataImage } from '../metadata/metadata-image.js';
-import { GROUP_METADATA_TOPIC } from '../coordinator/partition-for.js';
+import { GROUP_METADATA_TOPIC, partitionFor } from '../coordinator/partition-for.js';
+import { deserializeRecord, serializeRecord, type CoordinatorRecord } from './group-records.js';
 import { assign } from './consumer-group.js';
 import type { ConsumerGroupHeartbeatParams, ConsumerGroupHeartbeatResult } from './group-coordinator.js';
 import { FakeMetadataStore, MemoryOffsetsStore, harness, type Harness } from './group-test-support.js';
@@ -234,5 +238,43 @@ describe('consumer group assignors', () => {
   it('uniform keeps what each member had up to its quota and fills the rest', () => {
     expect(flat(assign('uniform', [member('a', [[T, [0, 1, 2, 3, 4, 5]]]), member('b')], () => 6))).toEqual({ a: [0, 1, 2], b: [3, 4, 5] });
     expect(flat(assign('uniform', [member('a', [[T, [3, 4]]]), member('b', [[T, [0, 1, 2]]]), member('c')], () => 6))).toEqual({ a: [3, 4], b: [0, 1], c: [2, 5] });
+  });
+});
+
+describe('consumer group records written by Apache Kafka 4.4.0 (wire/golden/kafka-consumer-group-records)', () => {
+  const golden = JSON.parse(readFileSync(resolve(import.meta.dirname, '..', '..', 'wire', 'golden', 'kafka-consumer-group-records', 'records.json'), 'utf8')) as {
+    group: string;
+    topic: string;
+    topicId: string;
+    records: { type: number; key: string; value: string | null }[];
+  };
+  const bytes = (hex: string | null) => (hex === null ? null : Buffer.from(hex, 'hex'));
+
+  it('decode as consumer group records and encode back to the same bytes', () => {
+    for (const r of golden.records) {
+      const decoded = deserializeRecord(bytes(r.key), bytes(r.value));
+      expect(decoded.kind, `type ${r.type}`).toBe('consumer');
+      const again = serializeRecord(decoded as CoordinatorRecord);
+      expect([again.key.toString('hex'), again.value?.toString('hex') ?? null]).toEqual([r.key, r.value]);
+    }
+  });
+
+  it('load into the group Kafka left: a static member away (-2) with its two partitions, the other gone, a new target not yet computed', () => {
+    const image = buildImage('cluster', 1, [{ nodeId: 1, rack: null, endpoints: [] }], [
+      ...TopicMetadata.imageOf(6).topics.values(),
+      { name: golden.topic, topicId: golden.topicId, internal: false, configs: {}, partitions: [0, 1, 2, 3].map((partition) => ({ partition, leader: 1, leaderEpoch: 0, replicas: [1], isr: [1], offlineReplicas: [] })) },
+    ]);
+    const store = new MemoryOffsetsStore();
+    store.append(partitionFor(golden.group, 4), buildBatch({ records: golden.records.map((r) => ({ key: bytes(r.key), value: bytes(r.value), timestamp: 1n })) }));
+    const h = harness({}, { store, metadata: new FakeMetadataStore(image) as never });
+    const g = h.coordinator.describeConsumerGroup(golden.group);
+    // member-b's leave raised the group epoch to 4; the target stays at 3 until a member heartbeats.
+    expect(g).toMatchObject({ errorCode: 0, groupState: 'Assigning', groupEpoch: 4, assignmentEpoch: 3 });
+    expect(g.members.map((m) => [m.memberId, m.instanceId, m.rackId, m.memberEpoch, m.assignment.map((t) => [t.topicName, t.partitions])])).toEqual([
+      ['member-a', 'instance-a', 'rack-1', -2, [[golden.topic, [0, 1]]]],
+    ]);
+    // Its session starts afresh on load: it is removed once that runs out, as Kafka removes it.
+    h.timer.advance(45_001);
+    expect(h.coordinator.describeConsumerGroup(golden.group)).toMatchObject({ groupState: 'Empty', groupEpoch: 5, assignmentEpoch: 5, members: [] });
   });
 });
