@@ -12,6 +12,7 @@ import { ConsumerGroupDescribeRequest } from '../wire/messages/consumer-group-de
 import { ConsumerGroupDescribeResponse, type DescribedGroup } from '../wire/messages/consumer-group-describe-response.js';
 import { defineHandler } from './handler.js';
 import { GROUP_OPERATIONS } from './describe-groups.js';
+import { undescribedConsumerGroup } from '../cluster/group/group-coordinator.js';
 
 const OPERATIONS_NOT_REQUESTED = -2147483648;
 const CONSUMER_MEMBER_TYPE = 1;
@@ -42,16 +43,6 @@ export const consumerGroupDescribe = defineHandler<ConsumerGroupDescribeRequest,
   },
   errorResponse: (req, errorCode) => ({
     throttleTimeMs: 0,
-    groups: req.groupIds.map((groupId) => ({
-      errorCode,
-      errorMessage: null,
-      groupId,
-      groupState: '',
-      groupEpoch: 0,
-      assignmentEpoch: 0,
-      assignorName: '',
-      members: [],
-      authorizedOperations: OPERATIONS_NOT_REQUESTED,
-    })),
+    groups: req.groupIds.map((groupId) => ({ ...undescribedConsumerGroup(groupId, errorCode, null), members: [], authorizedOperations: OPERATIONS_NOT_REQUESTED })),
   }),
 });

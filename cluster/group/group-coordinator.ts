@@ -504,6 +504,11 @@ export interface DescribedConsumerGroup {
   }[];
 }
 
+/** A consumer group answered with an error, without state: empty fields, as Kafka leaves them. */
+export function undescribedConsumerGroup(groupId: string, errorCode: number, errorMessage: string | null): DescribedConsumerGroup {
+  return { errorCode, errorMessage, groupId, groupState: '', groupEpoch: 0, assignmentEpoch: 0, assignorName: '', members: [] };
+}
+
 function heartbeatFailure(errorCode: number, errorMessage: string | null): ConsumerGroupHeartbeatResult {
   return { errorCode, errorMessage, memberId: null, memberEpoch: 0, heartbeatIntervalMs: 0, assignment: null };
 }
@@ -2035,16 +2040,7 @@ export class GroupCoordinator {
 
   /** ConsumerGroupDescribe for one group. */
   describeConsumerGroup(groupId: string): DescribedConsumerGroup {
-    const failed = (errorCode: number, errorMessage: string | null): DescribedConsumerGroup => ({
-      errorCode,
-      errorMessage,
-      groupId,
-      groupState: '',
-      groupEpoch: 0,
-      assignmentEpoch: 0,
-      assignorName: '',
-      members: [],
-    });
+    const failed = (errorCode: number, errorMessage: string | null) => undescribedConsumerGroup(groupId, errorCode, errorMessage);
     if (this.stopped) return failed(ErrorCode.COORDINATOR_NOT_AVAILABLE, null);
     if (groupId === '') return failed(ErrorCode.INVALID_GROUP_ID, null);
     const shard = this.shardOf(groupId);
