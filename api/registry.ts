@@ -44,6 +44,7 @@ import { listPartitionReassignments } from './list-partition-reassignments.js';
 import { writeTxnMarkers } from './write-txn-markers.js';
 import { consumerGroupHeartbeat } from './consumer-group-heartbeat.js';
 import { consumerGroupDescribe } from './consumer-group-describe.js';
+import { listConfigResources } from './list-config-resources.js';
 import { describeTopicPartitions } from './describe-topic-partitions.js';
 
 export const HANDLERS: readonly ApiHandler[] = [
@@ -87,6 +88,7 @@ export const HANDLERS: readonly ApiHandler[] = [
   listPartitionReassignments,
   consumerGroupHeartbeat,
   consumerGroupDescribe,
+  listConfigResources,
   describeTopicPartitions,
 ];
 
