@@ -95,7 +95,7 @@ describe('ApiVersions', () => {
       [76, 'share'], [77, 'share'], [78, 'share'], [79, 'share'], [83, 'share'], [84, 'share'], [85, 'share'], [86, 'share'], [87, 'share'],
       [90, 'share'], [91, 'share'], [92, 'share'], [88, 'streams'], [89, 'streams'], [93, 'streams'],
       // Not served yet.
-      [34, 'todo'], [74, 'todo'], [75, 'todo'],
+      [34, 'todo'],
     ]);
     // Versions Kafka 4 removed (KIP-896) that the October 2024 definitions still describe, not served yet.
     const oldestNotServed = new Map<number, number>([[2, 1], [23, 2], [27, 1]]);

@@ -21,6 +21,8 @@ export interface BrokerSettings {
   readonly fetchMaxBytes?: number;
   /** max.incremental.fetch.session.cache.slots; Fetch uses Kafka's default when absent. */
   readonly maxIncrementalFetchSessionCacheSlots?: number;
+  /** max.request.partition.size.limit; DescribeTopicPartitions uses Kafka's default (2000) when absent. */
+  readonly maxRequestPartitionSizeLimit?: number;
   /** offsets.topic.* and transaction.state.log.*: the internal topics FindCoordinator creates; Kafka's defaults when absent. */
   readonly offsetsTopicNumPartitions?: number;
   readonly offsetsTopicReplicationFactor?: number;

@@ -46,6 +46,8 @@ import { consumerGroupHeartbeat } from './consumer-group-heartbeat.js';
 import { consumerGroupDescribe } from './consumer-group-describe.js';
 import { updateFeatures } from './update-features.js';
 import { unregisterBroker } from './unregister-broker.js';
+import { listConfigResources } from './list-config-resources.js';
+import { describeTopicPartitions } from './describe-topic-partitions.js';
 
 export const HANDLERS: readonly ApiHandler[] = [
   produce,
@@ -90,6 +92,8 @@ export const HANDLERS: readonly ApiHandler[] = [
   consumerGroupDescribe,
   updateFeatures,
   unregisterBroker,
+  listConfigResources,
+  describeTopicPartitions,
 ];
 
 export function handlerTable(handlers: readonly ApiHandler[] = HANDLERS): Map<number, ApiHandler> {

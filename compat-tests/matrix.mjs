@@ -14,7 +14,7 @@ import { gregorProxiedArgs, proxiedEnv, reserveProxiedListener, reserveProxiedLi
 // The one list of scenarios every client is asked to run.
 export const SCENARIOS = [
   'admin', 'consumer-group-rules', 'corrupt-batch', 'feature-rules', 'group', 'group-admin', 'group-consumer', 'idempotent', 'idempotent-cut', 'metadata', 'metadata-rules', 'produce', 'roundtrip',
-  'streams-eos', 'txn', 'txn-cluster',
+  'streams-eos', 'topic-partitions', 'txn', 'txn-cluster',
 ];
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));

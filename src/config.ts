@@ -43,6 +43,7 @@ export const CONFIG_DEFS = {
   'shutdown.timeout.ms': { kind: 'long', default: '30000', doc: 'Longest a graceful shutdown takes: the controlled shutdown, then the requests in flight.', min: 0, max: 2147483647 },
   'fetch.max.bytes': { kind: 'int', default: '57671680', doc: 'Most record bytes one Fetch response returns, whatever the request asks (the first batch still goes out whole).', min: 0 },
   'max.incremental.fetch.session.cache.slots': { kind: 'int', default: '1000', doc: 'Incremental fetch sessions (KIP-227) the broker keeps.', min: 0 },
+  'max.request.partition.size.limit': { kind: 'int', default: '2000', doc: 'Most partitions one DescribeTopicPartitions answer describes, whatever the request asks; the client pages through the rest.', min: 1 },
   'offsets.topic.num.partitions': { kind: 'int', default: '50', doc: 'Partitions of __consumer_offsets, made when a group first needs a coordinator.', min: 1 },
   'offsets.topic.replication.factor': { kind: 'int', default: '3', doc: 'Replication factor of __consumer_offsets, capped by the brokers alive when it is made.', min: 1, max: 32767 },
   'offsets.topic.segment.bytes': { kind: 'int', default: '104857600', doc: 'segment.bytes of __consumer_offsets.', min: 1 },
@@ -105,6 +106,7 @@ export interface BrokerConfig {
   readonly leaderImbalanceCheckIntervalSeconds: number;
   readonly fetchMaxBytes: number;
   readonly maxIncrementalFetchSessionCacheSlots: number;
+  readonly maxRequestPartitionSizeLimit: number;
   readonly offsetsTopicNumPartitions: number;
   readonly offsetsTopicReplicationFactor: number;
   readonly offsetsTopicSegmentBytes: number;
@@ -260,6 +262,7 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     leaderImbalanceCheckIntervalSeconds: int('leader.imbalance.check.interval.seconds'),
     fetchMaxBytes: int('fetch.max.bytes'),
     maxIncrementalFetchSessionCacheSlots: int('max.incremental.fetch.session.cache.slots'),
+    maxRequestPartitionSizeLimit: int('max.request.partition.size.limit'),
     offsetsTopicNumPartitions: int('offsets.topic.num.partitions'),
     offsetsTopicReplicationFactor: int('offsets.topic.replication.factor'),
     offsetsTopicSegmentBytes: int('offsets.topic.segment.bytes'),

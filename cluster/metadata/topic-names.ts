@@ -2,6 +2,18 @@
 
 export const MAX_TOPIC_NAME_LENGTH = 249;
 export const INTERNAL_TOPICS: ReadonlySet<string> = new Set(['__consumer_offsets', '__transaction_state']);
+/** The share groups' state topic (KIP-932): gregor never creates it, but Kafka 4.4 counts its name as internal. */
+export const SHARE_GROUP_STATE_TOPIC = '__share_group_state';
+
+/**
+ * Whether Kafka 4.4 calls a topic internal when it judges by the name alone, as
+ * DescribeTopicPartitions does, also for a topic that does not exist:
+ * isInternalTopicName('__consumer_offsets') -> true (created or not);
+ * isInternalTopicName('__share_group_state') -> true; isInternalTopicName('orders') -> false.
+ */
+export function isInternalTopicName(name: string): boolean {
+  return INTERNAL_TOPICS.has(name) || name === SHARE_GROUP_STATE_TOPIC;
+}
 
 const LEGAL = /^[a-zA-Z0-9._-]+$/;
 

@@ -23,6 +23,10 @@ const { ListOffsetsRequest } = await import(new URL('messages/list-offsets-reque
 const { ListOffsetsResponse } = await import(new URL('messages/list-offsets-response.js', dist).href);
 const { CreateTopicsRequest } = await import(new URL('messages/create-topics-request.js', dist).href);
 const { CreateTopicsResponse } = await import(new URL('messages/create-topics-response.js', dist).href);
+const { ListConfigResourcesRequest } = await import(new URL('messages/list-config-resources-request.js', dist).href);
+const { ListConfigResourcesResponse } = await import(new URL('messages/list-config-resources-response.js', dist).href);
+const { DescribeTopicPartitionsRequest } = await import(new URL('messages/describe-topic-partitions-request.js', dist).href);
+const { DescribeTopicPartitionsResponse } = await import(new URL('messages/describe-topic-partitions-response.js', dist).href);
 const batches = await import(new URL('record-batch.js', dist).href);
 const { API_MESSAGES } = await import(new URL('messages/index.js', dist).href);
 
@@ -34,6 +38,8 @@ const APIS = {
   3: [MetadataRequest, MetadataResponse],
   18: [ApiVersionsRequest, ApiVersionsResponse],
   19: [CreateTopicsRequest, CreateTopicsResponse],
+  74: [ListConfigResourcesRequest, ListConfigResourcesResponse],
+  75: [DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse],
 };
 
 /** One connection; requests are sent one at a time and their answers decoded. */
@@ -578,8 +584,129 @@ async function featureRules(bootstrap) {
   expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
 }
 
+// ---------------------------------------------------------------------------
+// topic-partitions
+
+const RESOURCE_TOPIC = 2;
+const RESOURCE_BROKER = 4;
+const RESOURCE_BROKER_LOGGER = 8;
+const RESOURCE_CLIENT_METRICS = 16;
+const RESOURCE_GROUP = 32;
+
+const describeTopicPartitions = (p, names, responsePartitionLimit = 2000, cursor = null) =>
+  p.request(75, 0, { topics: names.map((name) => ({ name })), responsePartitionLimit, cursor });
+
+/** [name, errorCode, partition indexes] of each topic answered, then the next cursor. */
+async function pageOf(p, names, limit, cursor = null) {
+  const res = await describeTopicPartitions(p, names, limit, cursor);
+  return [res.topics.map((t) => [t.name, t.errorCode, t.partitions.map((x) => x.partitionIndex)]), res.nextCursor];
+}
+
+/** [type, name] of each resource ListConfigResources v1 lists for `types`, and its error code. */
+async function configResources(p, types) {
+  const res = await p.request(74, 1, { resourceTypes: types });
+  return [res.errorCode, res.configResources.map((c) => [c.resourceType, c.resourceName])];
+}
+
+async function topicPartitions(bootstrap) {
+  const p = await Probe.connect(bootstrap);
+  const results = [];
+  try {
+    const suffix = randomBytes(4).toString('hex');
+    // Named so that `one` sorts before `three`.
+    const three = `tp-${suffix}-three`;
+    const one = `tp-${suffix}-one`;
+    const missing = `tp-${suffix}-missing`;
+    await createTopic(p, three, 3);
+    await createTopic(p, one, 1);
+    const described = await untilLeader(p, three, 10_000);
+    await untilLeader(p, one, 10_000);
+
+    // DescribeTopicPartitions v0 against Metadata v12's view of the same topic.
+    const answer = await describeTopicPartitions(p, [three]);
+    const whole = answer.topics;
+    results.push(
+      check(
+        'DescribeTopicPartitions of a 3-partition topic: [name, error, topic id equal to Metadata\'s, isInternal, authorized operations]',
+        whole.map((t) => [t.name, t.errorCode, t.topicId === described.topicId && t.topicId !== ZERO_UUID, t.isInternal, t.topicAuthorizedOperations]),
+        [[three, ErrorCode.NONE, true, false, 3576]],
+      ),
+    );
+    const asMetadata = described.partitions
+      .map((x) => [x.partitionIndex, ErrorCode.NONE, x.leaderId, x.leaderEpoch, x.replicaNodes, x.isrNodes, [], [], x.offlineReplicas])
+      .sort((a, b) => a[0] - b[0]);
+    results.push(
+      check(
+        '  its partitions: [index, error, leader, leaderEpoch, replicas, ISR, eligibleLeaderReplicas, lastKnownElr, offline], as Metadata has them',
+        (whole[0]?.partitions ?? []).map((x) => [x.partitionIndex, x.errorCode, x.leaderId, x.leaderEpoch, x.replicaNodes, x.isrNodes, x.eligibleLeaderReplicas, x.lastKnownElr, x.offlineReplicas]),
+        asMetadata,
+      ),
+    );
+    results.push(check('  and no next cursor', answer.nextCursor, null));
+
+    const first = await pageOf(p, [three], 2);
+    results.push(check('ResponsePartitionLimit 2: [topics, nextCursor]', first, [[[three, ErrorCode.NONE, [0, 1]]], { topicName: three, partitionIndex: 2 }]));
+    results.push(check('  the next page, from that cursor', await pageOf(p, [three], 2, first[1]), [[[three, ErrorCode.NONE, [2]]], null]));
+    results.push(
+      check('limit 1 used up by a whole topic: the cursor names the next topic at partition 0', await pageOf(p, [three, one], 1), [
+        [[one, ErrorCode.NONE, [0]]],
+        { topicName: three, partitionIndex: 0 },
+      ]),
+    );
+
+    const unknown = (await describeTopicPartitions(p, [missing])).topics;
+    results.push(
+      check('a missing topic: [name, error, topic id, partitions]', unknown.map((t) => [t.name, t.errorCode, t.topicId, t.partitions.length]), [
+        [missing, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ZERO_UUID, 0],
+      ]),
+    );
+    results.push(
+      check('two topics named out of order are answered by name, with a missing one among them', await pageOf(p, [three, missing, one], 2000), [
+        [
+          [missing, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []],
+          [one, ErrorCode.NONE, [0]],
+          [three, ErrorCode.NONE, [0, 1, 2]],
+        ],
+        null,
+      ]),
+    );
+    results.push(
+      check('a cursor naming a topic not asked for', await pageOf(p, [one], 10, { topicName: three, partitionIndex: 0 }), [[[one, ErrorCode.INVALID_REQUEST, []]], null]),
+    );
+
+    // ListConfigResources.
+    const [topicsError, topics] = await configResources(p, [RESOURCE_TOPIC]);
+    results.push(
+      check(
+        'ListConfigResources v1 TOPIC: [error, lists both topics, every entry a topic]',
+        [topicsError, [one, three].every((n) => topics.some(([t, name]) => t === RESOURCE_TOPIC && name === n)), topics.every(([t]) => t === RESOURCE_TOPIC)],
+        [ErrorCode.NONE, true, true],
+      ),
+    );
+    const brokerIds = (await p.request(3, 12, metadataRequest([]))).brokers.map((b) => String(b.nodeId)).sort();
+    const [brokersError, brokers] = await configResources(p, [RESOURCE_BROKER]);
+    results.push(check('ListConfigResources v1 BROKER: [error, the broker ids Metadata lists]', [brokersError, brokers.map(([, n]) => n).sort()], [ErrorCode.NONE, brokerIds]));
+    const [allError, all] = await configResources(p, []);
+    const typeOrder = all.map(([t]) => t).filter((t, i, ts) => i === 0 || ts[i - 1] !== t);
+    results.push(check('ListConfigResources v1 with no type: [error, the types listed, in order]', [allError, typeOrder], [ErrorCode.NONE, [RESOURCE_BROKER_LOGGER, RESOURCE_BROKER, RESOURCE_TOPIC]]));
+    results.push(check('ListConfigResources v1 CLIENT_METRICS and GROUP on a broker with none', await configResources(p, [RESOURCE_CLIENT_METRICS, RESOURCE_GROUP]), [ErrorCode.NONE, []]));
+    results.push(check('ListConfigResources v1 with an unlisted type (3)', await configResources(p, [RESOURCE_TOPIC, 3]), [ErrorCode.UNSUPPORTED_VERSION, []]));
+    const v0 = await p.request(74, 0, {});
+    results.push(check('ListConfigResources v0 lists client-metrics resources only: [error, names]', [v0.errorCode, v0.configResources.map((c) => c.resourceName)], [ErrorCode.NONE, []]));
+  } finally {
+    p.close();
+  }
+  expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
+}
+
 runScenarios({
   label: 'wire-probe',
   banner: 'wire-probe (gregor codec)',
-  scenarios: { 'metadata-rules': metadataRules, 'corrupt-batch': corruptBatch, 'consumer-group-rules': consumerGroupRules, 'feature-rules': featureRules },
+  scenarios: {
+    'metadata-rules': metadataRules,
+    'corrupt-batch': corruptBatch,
+    'consumer-group-rules': consumerGroupRules,
+    'feature-rules': featureRules,
+    'topic-partitions': topicPartitions,
+  },
 });
