@@ -70,7 +70,7 @@ const CLUSTER_LOG_SHOWN = 5;
 const CHECK_TIMEOUT_MS = 15_000;
 const SCENARIO_TIMEOUT_MS = 60_000;
 // Scenarios that need longer than SCENARIO_TIMEOUT_MS (their own bounds stay below these).
-const SCENARIO_TIMEOUTS_MS = { 'streams-eos': 240_000, 'txn-cluster': 120_000, 'group-consumer': 120_000 };
+const SCENARIO_TIMEOUTS_MS = { 'streams-eos': 240_000, 'txn-cluster': 120_000, 'group-consumer': 140_000 };
 const scenarioTimeout = (s) => SCENARIO_TIMEOUTS_MS[s] ?? SCENARIO_TIMEOUT_MS;
 const BROKER_START_GUARD_MS = 180_000;
 const OUTPUT_LIMIT = 64 * 1024;
