@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { clusterOps, restoreBrokers, startClusterControl } from './lib/cluster-control.mjs';
+import { clusterOps, restoreBrokers, singleBrokerOps, startClusterControl } from './lib/cluster-control.mjs';
 import { gregorProxiedArgs, proxiedEnv, reserveProxiedListener, reserveProxiedListeners } from './lib/cut-proxy.mjs';
 
 // The one list of scenarios every client is asked to run.
@@ -70,7 +70,7 @@ const CLUSTER_LOG_SHOWN = 5;
 const CHECK_TIMEOUT_MS = 15_000;
 const SCENARIO_TIMEOUT_MS = 60_000;
 // Scenarios that need longer than SCENARIO_TIMEOUT_MS (their own bounds stay below these).
-const SCENARIO_TIMEOUTS_MS = { 'streams-eos': 240_000, 'txn-cluster': 120_000, 'group-consumer': 120_000 };
+const SCENARIO_TIMEOUTS_MS = { 'streams-eos': 240_000, 'txn-cluster': 120_000, 'group-consumer': 140_000 };
 const scenarioTimeout = (s) => SCENARIO_TIMEOUTS_MS[s] ?? SCENARIO_TIMEOUT_MS;
 const BROKER_START_GUARD_MS = 180_000;
 const OUTPUT_LIMIT = 64 * 1024;
@@ -279,16 +279,22 @@ async function withStartGuard(label, promise) {
 /**
  * Starts a broker, or a cluster, with, beside each broker's PLAINTEXT listener, a PROXIED one
  * for scenarios that put a proxy between client and broker (lib/cut-proxy.mjs); env tells
- * them where. A cluster also comes with `ops` (lib/cluster-control.mjs), through which the
- * matrix and the scenarios kill and start its brokers.
+ * them where. Each comes with `ops` (lib/cluster-control.mjs), through which the matrix and
+ * the scenarios kill its brokers and start them again on their ports and data (a single broker
+ * is a list of one).
  * @returns {Promise<{ broker?: object, env?: object, ops?: object, unavailable?: string, error?: string }>}
  */
 async function startBroker(name, { onBrokerLine } = {}) {
   if (name === 'gregor') {
     const proxied = await reserveProxiedListener();
-    const { startGregor } = await import(pathToFileURL(path.join(HERE, 'lib', 'gregor.mjs')).href);
+    const { startRestartableGregor } = await import(pathToFileURL(path.join(HERE, 'lib', 'gregor.mjs')).href);
     try {
-      return { broker: await withStartGuard('gregor', startGregor({ args: gregorProxiedArgs(proxied) })), env: proxiedEnv(proxied) };
+      // A fixed PLAINTEXT port (not 0), so that a killed broker comes back at the same address.
+      const broker = await withStartGuard('gregor', startRestartableGregor({
+        avoid: [proxied.listenerPort, proxied.proxyPort],
+        args: (port) => gregorProxiedArgs(proxied, port),
+      }));
+      return { broker, env: proxiedEnv(proxied), ops: singleBrokerOps(broker) };
     } catch (err) {
       return { error: err.message };
     }
@@ -341,7 +347,8 @@ async function startBroker(name, { onBrokerLine } = {}) {
     }
     if (typeof startReferenceKafka !== 'function') return { error: `${lib} does not export startReferenceKafka()` };
     const proxied = await reserveProxiedListener();
-    return { broker: await withStartGuard('reference Kafka', startReferenceKafka({ proxied })), env: proxiedEnv(proxied) };
+    const broker = await withStartGuard('reference Kafka', startReferenceKafka({ proxied }));
+    return { broker, env: proxiedEnv(proxied), ops: singleBrokerOps(broker) };
   } catch (err) {
     return { error: err.message };
   }
@@ -597,10 +604,10 @@ async function main() {
     if (started.ops) {
       control = await startClusterControl(started.ops);
       env.COMPAT_CLUSTER_CONTROL = control.url;
-      console.log(`${brokerName}: brokers ${broker.all}; scenarios bootstrap from ${broker.bootstrap}; cluster control ${control.url}`);
-    } else {
-      console.log(`${brokerName} listening on ${broker.bootstrap}`);
     }
+    const controlNote = control ? `; cluster control ${control.url}` : '';
+    if (broker.all) console.log(`${brokerName}: brokers ${broker.all}; scenarios bootstrap from ${broker.bootstrap}${controlNote}`);
+    else console.log(`${brokerName} listening on ${broker.bootstrap}${controlNote}`);
     console.log(`${brokerName}: PROXIED listener ${env.COMPAT_PROXY_TARGET} advertised as ${env.COMPAT_PROXY_LISTEN}`);
     // Set when a killed broker does not come back: the cells after it are not run, and fail.
     let brokenCluster = null;

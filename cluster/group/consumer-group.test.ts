@@ -141,6 +141,30 @@ describe('consumer groups (KIP-848): ConsumerGroupHeartbeat', () => {
     expect(again.coordinator.consumerGroupHeartbeat(beat('B', 3, [3, 4, 5]))).toMatchObject({ errorCode: 0, memberEpoch: 3, assignment: null });
   });
 
+  it('gives the members it loads a fresh session: one that heartbeats stays at its epoch, a silent one is fenced', () => {
+    const h = setup({ consumerAssignmentIntervalMs: 0, consumerSessionTimeoutMs: 45_000 });
+    const c = h.coordinator;
+    c.consumerGroupHeartbeat(join('A'));
+    c.consumerGroupHeartbeat(join('B'));
+    c.consumerGroupHeartbeat(beat('A', 2, [0, 1, 2]));
+    c.consumerGroupHeartbeat(beat('B', 3, []));
+    expect(c.consumerGroup('g')!.state).toBe('Stable');
+    // Most of both sessions gone before the restart; the coordinator that loads the group starts them again.
+    h.timer.advance(40_000);
+    const loaded: [Record<string, unknown>, string][] = [];
+    const again = h.restart({ info: (obj: object, msg: string) => loaded.push([obj as Record<string, unknown>, msg]), warn: () => {} });
+    const c2 = again.coordinator;
+    expect(loaded.filter(([, msg]) => msg === 'loaded group coordinator state').map(([obj]) => [obj.groups, obj.consumerGroups])).toEqual([[1, 1]]);
+    again.timer.advance(30_000);
+    expect(c2.consumerGroupHeartbeat(beat('A', 3, [0, 1, 2]))).toMatchObject({ errorCode: 0, memberEpoch: 3, assignment: null });
+    again.timer.advance(15_001);
+    // B said nothing for a whole session after the load: fenced, and A gets its partitions.
+    expect([...c2.consumerGroup('g')!.members.keys()]).toEqual(['A']);
+    const a = c2.consumerGroupHeartbeat(beat('A', 3, [0, 1, 2]));
+    expect([a.errorCode, a.memberEpoch, parts(a)]).toEqual([0, 4, [0, 1, 2, 3, 4, 5]]);
+    expect(c2.consumerGroupHeartbeat(beat('B', 3, [3, 4, 5])).errorCode).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
+  });
+
   it('fences a member whose session expires and one that does not revoke within its rebalance timeout', () => {
     const h = setup({ consumerAssignmentIntervalMs: 0, consumerSessionTimeoutMs: 45_000 });
     const c = h.coordinator;

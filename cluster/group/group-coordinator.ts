@@ -2297,7 +2297,9 @@ export class GroupCoordinator {
     if (records > 0) {
       const offsets = [...shard.committedEntries()].length;
       const pending = [...shard.pendingEntries()].length;
-      this.log.info({ partition, records, groups: shard.groups.size, offsets, pending }, 'loaded group coordinator state');
+      // groups counts both kinds; consumerGroups those of the consumer protocol (KIP-848).
+      const consumerGroups = shard.consumerGroups.size;
+      this.log.info({ partition, records, groups: shard.groups.size + consumerGroups, consumerGroups, offsets, pending }, 'loaded group coordinator state');
     }
   }
 

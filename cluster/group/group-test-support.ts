@@ -5,7 +5,7 @@
 import { ErrorCode } from '../../wire/errors.js';
 import { BASE_OFFSET, LAST_OFFSET_DELTA } from '../../wire/record-batch.js';
 import { buildImage, type MetadataImage, type MetadataStore, type TopicImage } from '../metadata/metadata-image.js';
-import { GroupCoordinator, type GroupCoordinatorConfig, type JoinGroupParams } from './group-coordinator.js';
+import { GroupCoordinator, type GroupCoordinatorConfig, type GroupCoordinatorLogger, type JoinGroupParams } from './group-coordinator.js';
 import type { OffsetsTopicStore } from '../coordinator/state-log-store.js';
 import { GROUP_METADATA_TOPIC } from '../coordinator/partition-for.js';
 import { ManualGroupTimer } from '../coordinator/timer.js';
@@ -138,23 +138,26 @@ export interface Harness {
   readonly timer: ManualGroupTimer;
   readonly store: MemoryOffsetsStore;
   readonly metadata: OffsetsTopicMetadata;
-  /** A new coordinator over the same store and metadata, as after a restart. */
-  restart(): Harness;
+  /** A new coordinator over the same store and metadata, as after a restart; it logs to `log` (default: nowhere). */
+  restart(log?: GroupCoordinatorLogger): Harness;
 }
 
-export function harness(config: Partial<GroupCoordinatorConfig> = {}, opts: { store?: MemoryOffsetsStore; metadata?: OffsetsTopicMetadata; partitions?: number } = {}): Harness {
+export function harness(
+  config: Partial<GroupCoordinatorConfig> = {},
+  opts: { store?: MemoryOffsetsStore; metadata?: OffsetsTopicMetadata; partitions?: number; log?: GroupCoordinatorLogger } = {},
+): Harness {
   const store = opts.store ?? new MemoryOffsetsStore();
   const metadata = opts.metadata ?? new OffsetsTopicMetadata(opts.partitions ?? 4);
   const timer = new ManualGroupTimer();
-  const coordinator = new GroupCoordinator(1, metadata, store, silentLog, { config, timer }).start();
+  const coordinator = new GroupCoordinator(1, metadata, store, opts.log ?? silentLog, { config, timer }).start();
   return {
     coordinator,
     timer,
     store,
     metadata,
-    restart() {
+    restart(log?: GroupCoordinatorLogger) {
       coordinator.shutdown();
-      return harness(config, { store, metadata });
+      return harness(config, { store, metadata, log });
     },
   };
 }

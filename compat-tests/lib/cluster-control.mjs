@@ -1,6 +1,7 @@
 // The cluster control endpoint: a small HTTP server on 127.0.0.1 through which a scenario
-// kills a broker of the cluster the matrix started, and starts it again. Its base URL is
-// given to every scenario in COMPAT_CLUSTER_CONTROL when the broker kind is a cluster.
+// kills a broker the matrix started, and starts it again. Its base URL is given to every
+// scenario in COMPAT_CLUSTER_CONTROL, for every broker kind: a cluster lists its three
+// brokers, a single broker (`gregor`, `kafka`) itself alone, under its node id (1).
 //
 //   GET  /brokers            -> 200 [{"id":1,"bootstrap":"127.0.0.1:40101","running":true}, ...]
 //   POST /brokers/2/kill     -> 200 {"id":2,...,"running":false} once broker 2 has exited (SIGKILL)
@@ -81,6 +82,26 @@ export function clusterOps(cluster) {
     },
     settle,
   };
+}
+
+/**
+ * The same operations for one broker, the matrix's `gregor` (startRestartableGregor in
+ * lib/gregor.mjs) or `kafka` (startReferenceKafka): `node` has bootstrap, host, port, running(),
+ * kill() and restart(); `id` is its node id, which start(id) checks: it resolves once the
+ * broker's Metadata lists exactly that id.
+ */
+export function singleBrokerOps(node, id = 1) {
+  return clusterOps({
+    nodes: [{
+      nodeId: id,
+      bootstrap: node.bootstrap,
+      host: node.host,
+      port: node.port,
+      running: () => node.running(),
+      kill: () => node.kill(),
+      restart: () => node.restart(),
+    }],
+  });
 }
 
 /**

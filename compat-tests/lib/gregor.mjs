@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { killOnExit } from './children.mjs';
+import { freePort } from './free-port.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const GREGOR_BIN = path.join(REPO, 'bin', 'gregor');
@@ -26,21 +27,25 @@ function parseListen(listen) {
 }
 
 /**
- * Spawns `node bin/gregor start --listen 127.0.0.1:0 --data-dir <dir> ...args` and resolves
+ * Spawns `node bin/gregor start --listen 127.0.0.1:<port> --data-dir <dir> ...args` and resolves
  * once it logs its ready line. Rejects with the output tail if it exits or is not ready in time.
+ * `port` defaults to 0 (the broker picks a free one); a `listeners` override in `args` comes
+ * after `--listen` and wins over it, so a caller fixing the port there (gregorProxiedArgs in
+ * lib/cut-proxy.mjs) gives the same port to both.
  *
  * `onOutput(chunk, stream)` sees everything the broker prints, from the start: the
  * in-memory output() keeps only a tail, so a caller that checks the whole log keeps it there.
  * kill() ends the broker with SIGKILL, as a crash would, and keeps its data directory
  * even when this function made it, so that it can be started again on it.
  *
- * @param {{ dataDir?: string, args?: string[], env?: Record<string, string>,
+ * @param {{ dataDir?: string, port?: number, args?: string[], env?: Record<string, string>,
  *   onOutput?: (chunk: string, stream: 'stdout' | 'stderr') => void }} [options]
  * @returns {Promise<{ bootstrap: string, host: string, port: number, dataDir: string,
  *   pid: number, stop(): Promise<number>, kill(): Promise<number>, running(): boolean,
  *   output(): string }>}
  */
-export async function startGregor({ dataDir, args = [], env = {}, onOutput } = {}) {
+export async function startGregor({ dataDir, port = 0, args = [], env = {}, onOutput } = {}) {
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`startGregor: port ${port} is not a port number`);
   const ownsDataDir = !dataDir;
   const dir = dataDir ?? (await mkdtemp(path.join(tmpdir(), 'gregor-compat-')));
   const removeOwnDir = async () => {
@@ -51,7 +56,7 @@ export async function startGregor({ dataDir, args = [], env = {}, onOutput } = {
   try {
     child = spawn(
       process.execPath,
-      [GREGOR_BIN, 'start', '--listen', '127.0.0.1:0', '--data-dir', dir, ...args],
+      [GREGOR_BIN, 'start', '--listen', `127.0.0.1:${port}`, '--data-dir', dir, ...args],
       { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
   } catch (err) {
@@ -180,5 +185,96 @@ export async function startGregor({ dataDir, args = [], env = {}, onOutput } = {
     kill,
     running: () => exitCode === null,
     output,
+  };
+}
+
+/**
+ * One gregor broker that can be killed and started again on the same port and data directory,
+ * as a cluster's brokers can (lib/gregor-cluster.mjs): the matrix's single-broker kind. The
+ * PLAINTEXT port is `port`, or a free loopback port that is none of `avoid` (another is tried
+ * when that one turns out taken at the first start); `args(port)` gives the broker's flags for
+ * it (gregorProxiedArgs(proxied, port) in lib/cut-proxy.mjs needs the port). The data directory
+ * is made here: kill() and a failed restart keep it, stop() removes it.
+ *
+ *   const node = await startRestartableGregor({ args: (port) => gregorProxiedArgs(proxied, port) });
+ *   await node.kill();      // SIGKILL, as a crash would; resolves once the process has exited
+ *   await node.restart();   // the same bootstrap and data; resolves once it is ready
+ *   await node.stop();      // SIGTERM, then the data directory is removed
+ *
+ * @param {{ port?: number, avoid?: number[], args?: (port: number) => string[],
+ *   env?: Record<string, string>, onOutput?: (chunk: string, stream: 'stdout' | 'stderr') => void }} [options]
+ * @returns {Promise<{ bootstrap: string, host: string, port: number, dataDir: string,
+ *   readonly pid: number, running(): boolean, kill(): Promise<void>, restart(): Promise<void>,
+ *   stop(): Promise<number>, output(): string }>} output() is the output tail of every start,
+ *   the earlier ones first.
+ */
+export async function startRestartableGregor({ port, avoid = [], args = () => [], env = {}, onOutput } = {}) {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'gregor-compat-'));
+  const taken = new Set(avoid);
+  let handle = null;
+  let earlier = '';
+  let chosen = port;
+  const launch = (p) => startGregor({ dataDir, port: p, args: args(p), env, onOutput });
+  try {
+    for (let attempt = 1; ; attempt++) {
+      if (port === undefined) {
+        chosen = await freePort('127.0.0.1');
+        while (taken.has(chosen)) chosen = await freePort('127.0.0.1');
+        taken.add(chosen);
+      }
+      try {
+        handle = await launch(chosen);
+        break;
+      } catch (err) {
+        if (port !== undefined || attempt >= 3 || !/EADDRINUSE/.test(err.message)) throw err;
+      }
+    }
+  } catch (err) {
+    await rm(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+
+  let restarting = null;
+  const running = () => handle !== null && handle.running();
+  const kill = async () => {
+    await restarting?.catch(() => {});
+    if (handle) await handle.kill();
+  };
+  const restart = () => {
+    restarting ??= (async () => {
+      try {
+        if (running()) return;
+        if (handle) earlier = `${earlier}${handle.output()}\n--- restarted ${new Date().toISOString()} ---\n`.slice(-OUTPUT_LIMIT);
+        handle = null;
+        handle = await launch(chosen);
+      } finally {
+        restarting = null;
+      }
+    })();
+    return restarting;
+  };
+  let stopping = null;
+  const stop = () => {
+    stopping ??= (async () => {
+      await restarting?.catch(() => {});
+      const code = handle ? await handle.stop() : 0;
+      await rm(dataDir, { recursive: true, force: true });
+      return code;
+    })();
+    return stopping;
+  };
+  return {
+    bootstrap: handle.bootstrap,
+    host: handle.host,
+    port: handle.port,
+    dataDir,
+    get pid() {
+      return handle?.pid;
+    },
+    running,
+    kill,
+    restart,
+    stop,
+    output: () => `${earlier}${handle?.output() ?? ''}`,
   };
 }

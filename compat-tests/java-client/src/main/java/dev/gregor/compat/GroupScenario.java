@@ -12,14 +12,19 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
@@ -47,12 +52,20 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * (group.protocol=consumer): the broker assigns (its default assignor, uniform), sessions and
  * heartbeat intervals are the broker's, and partitions move incrementally, each revoked before
  * another member gets it; the waits allow for the broker's heartbeat interval (5 s by default).
+ * It also restarts the group's coordinator: once A alone has read SECOND, the broker that
+ * coordinates the group (describeConsumerGroups) is killed and started again through the
+ * matrix's control endpoint (COMPAT_CLUSTER_CONTROL; without it the restart is skipped, saying
+ * so) while A keeps polling, RESTARTED more are produced, and A must read them exactly once as
+ * the same member, still holding every partition, its commits accepted by a coordinator that
+ * reloaded the group from __consumer_offsets. C later starts from those commits.
  */
 final class GroupScenario implements Scenario {
     private static final int PARTITIONS = 6;
     private static final int FIRST = 600;
     private static final int SECOND = 120;
     private static final int THIRD = 60;
+    /** Produced after the coordinator's restart (group-consumer only). */
+    private static final int RESTARTED = 120;
     /** Kafka's group.min.session.timeout.ms is 6 s; heartbeats this often notice a rebalance soon. */
     private static final int SESSION_TIMEOUT_MS = 10_000;
     private static final int HEARTBEAT_INTERVAL_MS = 1_000;
@@ -65,6 +78,25 @@ final class GroupScenario implements Scenario {
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(8);
     /** The whole scenario; run allows a little more, under the matrix's hard 60 s. */
     private static final long SCENARIO_BUDGET_MS = 45_000;
+    /**
+     * group-consumer: the whole scenario, coordinator restart included; run allows a little more
+     * (GROUP_CONSUMER_TIMEOUT_S), under the matrix's limit for it (SCENARIO_TIMEOUTS_MS).
+     */
+    private static final long CONSUMER_SCENARIO_BUDGET_MS = 110_000;
+    /** The kill answers once the process has exited. */
+    private static final Duration KILL_TIMEOUT = Duration.ofSeconds(20);
+    /**
+     * The start answers once the broker is ready and listed: gregor in 1 to 2 s, a reference Kafka
+     * node in about 30 s on a 2-core machine.
+     */
+    private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
+    /** After the restart: A reads the new messages, its commits accepted, and the coordinator lists it. */
+    private static final long AFTER_RESTART_TIMEOUT_MS = 30_000;
+    /**
+     * A is polled this long after the restart before its membership is checked, so that it has
+     * heartbeated to the coordinator at least once (Kafka's group.consumer.heartbeat.interval.ms is 5 s).
+     */
+    private static final long HEARTBEATS_AFTER_RESTART_MS = 7_000;
     private static final Pattern VALUE = Pattern.compile("group-message-(\\d+)");
 
     /** A check that did not hold. */
@@ -98,6 +130,11 @@ final class GroupScenario implements Scenario {
     private String groupId;
     private String bootstrap;
     private KafkaProducer<byte[], byte[]> producer;
+    /** Partitions a member lost (fenced, or its session gone) since the coordinator's restart began. */
+    private final List<String> lostSinceRestart = new ArrayList<>();
+    private boolean restarting;
+    /** When a commitSync last succeeded, per member (System.nanoTime()). */
+    private final Map<String, Long> lastCommit = new HashMap<>();
 
     @Override
     public boolean run(String bootstrap) throws Exception {
@@ -152,11 +189,17 @@ final class GroupScenario implements Scenario {
         produce(FIRST, FIRST + SECOND);
         consumeStep("A alone", FIRST, FIRST + SECOND, "A");
 
+        int beforeThird = FIRST + SECOND;
+        if (consumerProtocol) {
+            restartCoordinator(beforeThird, beforeThird + RESTARTED);
+            beforeThird += RESTARTED;
+        }
+
         leave("A");
-        int end = FIRST + SECOND + THIRD;
-        produce(FIRST + SECOND, end);
+        int end = beforeThird + THIRD;
+        produce(beforeThird, end);
         start("C");
-        consumeStep("C after the commits", FIRST + SECOND, end, "C");
+        consumeStep("C after the commits", beforeThird, end, "C");
         // A partition C wrongly read from its start would show up as old messages by now.
         long settle = System.nanoTime();
         while (msSince(settle) < 1_000) {
@@ -213,6 +256,9 @@ final class GroupScenario implements Scenario {
     }
 
     private void change(String name, Collection<TopicPartition> partitions, boolean add, String what) {
+        if (restarting && !add && !partitions.isEmpty()) {
+            lostSinceRestart.add(name + " " + what + " " + partitions.stream().map(TopicPartition::partition).sorted().toList());
+        }
         Set<Integer> mine = new TreeSet<>(holds(name));
         Set<Integer> changed = partitions.stream().filter(tp -> tp.topic().equals(topic)).map(TopicPartition::partition)
                 .collect(Collectors.toCollection(TreeSet::new));
@@ -288,6 +334,7 @@ final class GroupScenario implements Scenario {
                 }
                 if (!next.isEmpty()) {
                     consumer.commitSync(next);
+                    lastCommit.put(name, System.nanoTime());
                 }
             } catch (Exception ex) {
                 problem(name + (next.isEmpty() ? " poll: " : " commitSync " + next + ": ") + Errors.describe(ex));
@@ -394,6 +441,108 @@ final class GroupScenario implements Scenario {
                 + "); records read per partition so far " + perPartition);
     }
 
+    /**
+     * Kills the group's coordinator and starts it again, A polled meanwhile (a consumer not polled
+     * for max.poll.interval.ms leaves its group); then messages [from, to) are produced and A,
+     * still the same member holding every partition, must read each exactly once and commit it;
+     * the coordinator must then describe the group with A as it was.
+     */
+    private void restartCoordinator(int from, int to) throws Exception {
+        ClusterControl control = ClusterControl.fromEnv();
+        long killed = 0;
+        KafkaConsumer<byte[], byte[]> a = consumers.get("A");
+        String memberId = a.groupMetadata().memberId();
+        int epoch = a.groupMetadata().generationId();
+        if (control == null) {
+            log(ClusterControl.ENV + " is not set: the group's coordinator is not restarted");
+        } else {
+            ConsumerGroupDescription before = describeGroup();
+            int coordinator = before.coordinator().id();
+            List<ClusterControl.Broker> brokers = control.brokers();
+            if (brokers.stream().noneMatch(b -> b.id() == coordinator)) {
+                throw new Failure("the coordinator, broker " + coordinator + ", is not one the control endpoint has: " + brokers);
+            }
+            log("the group's coordinator is broker " + coordinator + " (" + brokers.size() + " broker(s)); A is member "
+                    + memberId + " at epoch " + epoch + ", group " + before.groupState() + ", epoch " + before.groupEpoch().orElse(-1));
+            restarting = true;
+            long t0 = System.nanoTime();
+            AtomicLong killedAt = new AtomicLong();
+            AtomicLong runningAt = new AtomicLong();
+            CompletableFuture<Void> restart = CompletableFuture.runAsync(() -> {
+                try {
+                    control.kill(coordinator, KILL_TIMEOUT);
+                    killedAt.set(System.nanoTime());
+                    control.start(coordinator, START_TIMEOUT);
+                    runningAt.set(System.nanoTime());
+                } catch (Exception e) {
+                    throw new CompletionException(e);
+                }
+            });
+            waitFor("broker " + coordinator + " killed and started again", KILL_TIMEOUT.plus(START_TIMEOUT).toMillis() + 5_000,
+                    restart::isDone, () -> killedAt.get() == 0 ? "not killed yet" : "killed, not started yet");
+            try {
+                restart.join();
+            } catch (CompletionException e) {
+                throw new Failure("restarting broker " + coordinator + " through " + control.base() + ": " + Errors.describe(e.getCause()));
+            }
+            log("broker " + coordinator + " killed after " + (killedAt.get() - t0) / 1_000_000 + " ms, running again "
+                    + (runningAt.get() - killedAt.get()) / 1_000_000 + " ms later");
+            killed = killedAt.get();
+        }
+        long runningAgain = System.nanoTime();
+        produce(from, to);
+        String step = control == null ? "A again" : "A after the coordinator's restart";
+        waitFor(step + ": reading messages " + from + ".." + (to - 1), AFTER_RESTART_TIMEOUT_MS,
+                () -> countRead(from, to) == to - from, () -> countRead(from, to) + " read; " + describe("A"));
+        long readAt = System.nanoTime();
+        expectStep(step, from, to, "A");
+        // Every poll that read something commits it; the last commit covers the last of them.
+        long committed = lastCommit.getOrDefault("A", 0L);
+        if (committed < runningAgain) {
+            throw new Failure(step + ": A committed nothing after the restart");
+        }
+        log(step + ": A read all " + (to - from) + " " + (readAt - runningAgain) / 1_000_000 + " ms after "
+                + (killed == 0 ? "the producer started" : "the broker was running again (" + (readAt - killed) / 1_000_000 + " ms after the kill)")
+                + "; its last commit of them was accepted at " + (committed - runningAgain) / 1_000_000 + " ms");
+        if (control == null) {
+            return;
+        }
+        waitFor(step + ": A polled " + HEARTBEATS_AFTER_RESTART_MS + " ms after the restart", HEARTBEATS_AFTER_RESTART_MS + 5_000,
+                () -> msSince(runningAgain) >= HEARTBEATS_AFTER_RESTART_MS, () -> describe("A"));
+        restarting = false;
+        if (!lostSinceRestart.isEmpty()) {
+            throw new Failure(step + ": partitions were taken from a member (fenced or its session gone): " + lostSinceRestart);
+        }
+        if (holds("A").size() != PARTITIONS) {
+            throw new Failure(step + ": " + describe("A") + ", expected all " + PARTITIONS + " partitions");
+        }
+        String memberAfter = a.groupMetadata().memberId();
+        int epochAfter = a.groupMetadata().generationId();
+        if (!memberAfter.equals(memberId)) {
+            throw new Failure(step + ": A is member " + memberAfter + " at epoch " + epochAfter + ", was " + memberId + " at epoch " + epoch
+                    + ": it joined again instead of keeping its session");
+        }
+        ConsumerGroupDescription after = describeGroup();
+        List<String> members = after.members().stream().map(m -> m.consumerId() + " " + m.assignment().topicPartitions().stream()
+                .filter(tp -> tp.topic().equals(topic)).map(TopicPartition::partition).sorted().toList()).toList();
+        MemberDescription only = after.members().size() == 1 ? after.members().iterator().next() : null;
+        if (only == null || !only.consumerId().equals(memberId) || only.assignment().topicPartitions().size() != PARTITIONS) {
+            throw new Failure(step + ": the coordinator describes the group's members as " + members + ", expected only A (" + memberId
+                    + ") with all " + PARTITIONS + " partitions");
+        }
+        log(step + ": A is still member " + memberId + " (epoch " + epoch + " before, " + epochAfter + " after); the coordinator, broker "
+                + after.coordinator().id() + ", describes the group " + after.groupState() + " at epoch " + after.groupEpoch().orElse(-1)
+                + " with members " + members);
+    }
+
+    private ConsumerGroupDescription describeGroup() throws Exception {
+        try (Admin admin = Clients.admin(bootstrap)) {
+            return admin.describeConsumerGroups(List.of(groupId)).all().get(Clients.API_TIMEOUT_MS, TimeUnit.MILLISECONDS).get(groupId);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new Failure("describeConsumerGroups " + groupId + ": " + Errors.describe(e));
+        }
+    }
+
     /** Commits were made after every poll; close() revokes, then sends LeaveGroup. */
     private void leave(String name) {
         KafkaConsumer<byte[], byte[]> consumer = consumers.remove(name);
@@ -416,7 +565,7 @@ final class GroupScenario implements Scenario {
             if (msSince(start) > timeoutMs) {
                 throw new Failure(what + ": not within " + timeoutMs + " ms (" + state.get() + ")");
             }
-            long budget = consumerProtocol ? 2 * SCENARIO_BUDGET_MS : SCENARIO_BUDGET_MS;
+            long budget = consumerProtocol ? CONSUMER_SCENARIO_BUDGET_MS : SCENARIO_BUDGET_MS;
             if (msSince(started) > budget) {
                 throw new Failure(what + ": the scenario's " + budget + " ms ran out (" + state.get() + ")");
             }
