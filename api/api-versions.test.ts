@@ -16,8 +16,8 @@ describe('ApiVersions', () => {
   it('advertises exactly the registered handlers, each from version 0 unless Kafka 4.0 dropped its old versions', () => {
     const res = apiVersions.handle({ clientSoftwareName: 'c', clientSoftwareVersion: '1', clusterId: null, nodeId: -1 }, ctxFor(services, 3)) as any;
     expect(res.errorCode).toBe(ErrorCode.NONE);
-    // KIP-896: Kafka 4.0 serves ListOffsets from v1 and WriteTxnMarkers from v1, and advertises just that.
-    const removedInKafka4 = new Map([[2, 1], [27, 1]]);
+    // KIP-896: Kafka 4.0 serves ListOffsets from v1, and advertises just that.
+    const removedInKafka4 = new Map([[2, 1]]);
     expect(res.apiKeys).toEqual(
       HANDLERS.map((h) => ({ apiKey: h.apiKey, minVersion: removedInKafka4.get(h.apiKey) ?? 0, maxVersion: h.maxVersion })).sort((a, b) => a.apiKey - b.apiKey),
     );
@@ -98,7 +98,7 @@ describe('ApiVersions', () => {
       [34, 'todo'], [57, 'todo'], [64, 'todo'], [74, 'todo'], [75, 'todo'],
     ]);
     // Versions Kafka 4 removed (KIP-896) that the October 2024 definitions still describe, not served yet.
-    const oldestNotServed = new Map<number, number>([[2, 1], [27, 1]]);
+    const oldestNotServed = new Map<number, number>([[2, 1]]);
     const ours = new Map(advertisedVersions().map((v) => [v.apiKey, v]));
     const oldest = new Map(API_MESSAGES.map((a) => [a.apiKey, a.request.versions[0]]));
     const gaps: string[] = [];

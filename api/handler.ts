@@ -133,8 +133,7 @@ export interface ApiHandler<Req = any, Res = any> {
   /**
    * 0 so that old clients keep their features (see CLIENT-MATRIX traps 1 and
    * 2), except where Kafka 4.0 removed old versions that no client needs for a
-   * feature check and gregor does not serve yet (KIP-896: ListOffsets v0 and
-   * the inter-broker WriteTxnMarkers v0): there
+   * feature check and gregor does not serve yet (KIP-896: ListOffsets v0): there
    * it is Kafka 4.0's minimum, advertised as Kafka advertises it.
    */
   readonly minVersion: number;
