@@ -13,16 +13,18 @@ import { ctxFor, testServices } from './test-services.js';
 describe('ApiVersions', () => {
   const services = testServices();
 
-  it('advertises exactly the registered handlers, each from version 0 unless Kafka 4.0 dropped its old versions', () => {
+  it('advertises exactly the registered handlers, each from the oldest version its definitions describe: v0 for all', () => {
     const res = apiVersions.handle({ clientSoftwareName: 'c', clientSoftwareVersion: '1', clusterId: null, nodeId: -1 }, ctxFor(services, 3)) as any;
     expect(res.errorCode).toBe(ErrorCode.NONE);
-    // KIP-896: Kafka 4.0 serves ListOffsets from v1, OffsetForLeaderEpoch from v2 and WriteTxnMarkers from v1, and advertises just that.
-    const removedInKafka4 = new Map([[2, 1], [23, 2], [27, 1]]);
     expect(res.apiKeys).toEqual(
-      HANDLERS.map((h) => ({ apiKey: h.apiKey, minVersion: removedInKafka4.get(h.apiKey) ?? 0, maxVersion: h.maxVersion })).sort((a, b) => a.apiKey - b.apiKey),
+      HANDLERS.map((h) => ({ apiKey: h.apiKey, minVersion: h.request.versions[0], maxVersion: h.maxVersion })).sort((a, b) => a.apiKey - b.apiKey),
     );
-    expect(res.apiKeys).toContainEqual({ apiKey: 2, minVersion: 1, maxVersion: 11 });
-    expect(res.apiKeys).toContainEqual({ apiKey: 23, minVersion: 2, maxVersion: 4 });
+    // The October 2024 definitions still describe what Kafka 4.0 removed (KIP-896), so every declaration goes down to v0.
+    expect(HANDLERS.filter((h) => h.request.versions[0] !== 0).map((h) => h.name)).toEqual([]);
+    // Kafka 4.0 advertises these three from v1, v2 and v1.
+    expect(res.apiKeys).toContainEqual({ apiKey: 2, minVersion: 0, maxVersion: 11 });
+    expect(res.apiKeys).toContainEqual({ apiKey: 23, minVersion: 0, maxVersion: 4 });
+    expect(res.apiKeys).toContainEqual({ apiKey: 27, minVersion: 0, maxVersion: 2 });
     expect(res.apiKeys).toContainEqual({ apiKey: 18, minVersion: 0, maxVersion: 5 });
     expect(res.apiKeys).toContainEqual({ apiKey: 3, minVersion: 0, maxVersion: 13 });
   });
@@ -97,8 +99,6 @@ describe('ApiVersions', () => {
       // Not served yet.
       [34, 'todo'],
     ]);
-    // Versions Kafka 4 removed (KIP-896) that the October 2024 definitions still describe, not served yet.
-    const oldestNotServed = new Map<number, number>([[2, 1], [23, 2], [27, 1]]);
     const ours = new Map(advertisedVersions().map((v) => [v.apiKey, v]));
     const oldest = new Map(API_MESSAGES.map((a) => [a.apiKey, a.request.versions[0]]));
     const gaps: string[] = [];
@@ -110,7 +110,7 @@ describe('ApiVersions', () => {
       }
       if (!mine) gaps.push(`${k.apiKey} not served`);
       else if (mine.maxVersion !== k.maxVersion) gaps.push(`${k.apiKey} up to v${mine.maxVersion}, Kafka v${k.maxVersion}`);
-      else if (mine.minVersion > Math.min(k.minVersion, oldest.get(k.apiKey)!) && oldestNotServed.get(k.apiKey) !== mine.minVersion) {
+      else if (mine.minVersion > Math.min(k.minVersion, oldest.get(k.apiKey)!)) {
         gaps.push(`${k.apiKey} from v${mine.minVersion}`);
       }
     }

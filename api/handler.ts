@@ -133,11 +133,10 @@ export interface ApiHandler<Req = any, Res = any> {
   readonly request: MessageDecl;
   readonly response: MessageDecl;
   /**
-   * 0 so that old clients keep their features (see CLIENT-MATRIX traps 1 and
-   * 2), except where Kafka 4.0 removed old versions that no client needs for a
-   * feature check (KIP-896: ListOffsets v0, OffsetForLeaderEpoch v0-1, and
-   * the inter-broker WriteTxnMarkers v0): there
-   * it is Kafka 4.0's minimum, advertised as Kafka advertises it.
+   * 0, the oldest version the declaration describes, so that old clients
+   * keep their features (see CLIENT-MATRIX traps 1 and 2). That includes the
+   * versions Kafka 4.0 removed (KIP-896), which gregor serves as Kafka 3.x
+   * did.
    */
   readonly minVersion: number;
   readonly maxVersion: number;

@@ -3,12 +3,13 @@ import { ErrorCode } from '../wire/errors.js';
 import { decode, encode } from '../wire/codec.js';
 import { buildBatch } from '../wire/record-batch.js';
 import type { ListOffsetsPartition, ListOffsetsRequest } from '../wire/messages/list-offsets-request.js';
+import { ListOffsetsRequest as ListOffsetsRequestDecl } from '../wire/messages/list-offsets-request.js';
 import { ListOffsetsResponse as ListOffsetsResponseDecl, type ListOffsetsResponse } from '../wire/messages/list-offsets-response.js';
 import { FaultyFs } from '../storage/fs.js';
 import { listOffsets, targetUnsupported } from './list-offsets.js';
 import { metadata } from './metadata.js';
 import type { MetadataResponse } from '../wire/messages/metadata-response.js';
-import { ctxFor, testServices, type TestServices } from './test-services.js';
+import { callAt, ctxFor, testServices, type TestServices } from './test-services.js';
 
 const open: TestServices[] = [];
 afterEach(async () => {
@@ -131,8 +132,8 @@ describe('ListOffsets worked examples (answers checked against Kafka 4.4.0)', ()
 });
 
 describe('ListOffsets versions', () => {
-  it('serves v1-v11, as Kafka 4.4 advertises', () => {
-    expect([listOffsets.minVersion, listOffsets.maxVersion]).toEqual([1, 11]);
+  it('serves v0-v11: Kafka 4.4 advertises v1-v11, Kafka 3.x served v0 too', () => {
+    expect([listOffsets.minVersion, listOffsets.maxVersion]).toEqual([0, 11]);
   });
 
   it.each([
@@ -281,5 +282,127 @@ describe('ListOffsets across a restart', () => {
     expect(await one(s, 9, 't1', part(1, EARLIEST))).toEqual([0, -1n, 0n, 2]);
     produce(s, 't1', 0, [T + 4n]);
     expect(await one(s, 9, 't1', part(0, T + 4n))).toEqual([0, T + 4n, 3n, 2]);
+  });
+});
+
+describe('ListOffsets v0 (old_style_offsets, as Kafka 3.x answered it)', () => {
+  /**
+   * Partition 0 of t1: segment 0 (offsets 0..9) last written at T+1000,
+   * segment 10 (10..14) at T+2000, all committed; the clock then at T+3000.
+   */
+  async function segmented() {
+    const clock = { now: Number(T) + 1000 };
+    const s = services({}, undefined, { now: () => clock.now });
+    await withTopic(s);
+    produce(s, 't1', 0, Array.from({ length: 10 }, () => T)); // 0..9
+    s.logs.get('t1', 0)!.roll();
+    clock.now = Number(T) + 2000;
+    produce(s, 't1', 0, Array.from({ length: 5 }, () => T)); // 10..14
+    clock.now = Number(T) + 3000;
+    return { s, clock };
+  }
+
+  function v0(partitionIndex: number, timestamp: bigint, maxNumOffsets: number): ListOffsetsPartition {
+    return { partitionIndex, currentLeaderEpoch: -1, timestamp, maxNumOffsets };
+  }
+
+  /** [errorCode, oldStyleOffsets] of each partition asked, as a v0 client reads the answer. */
+  async function askV0(s: TestServices, topics: { name: string; partitions: ListOffsetsPartition[] }[], replicaId = -1) {
+    const res = await callAt(listOffsets, 0, req(topics, { replicaId }), s);
+    return res.topics.map((t) => [t.name, t.partitions.map((p) => [p.partitionIndex, p.errorCode, p.oldStyleOffsets])]);
+  }
+
+  async function offsetsV0(s: TestServices, p: ListOffsetsPartition, replicaId = -1) {
+    const [[, [[, errorCode, offsets]]]] = (await askV0(s, [{ name: 't1', partitions: [p] }], replicaId)) as [string, [number, number, bigint[]][]][];
+    return [errorCode, offsets];
+  }
+
+  it('lists segment bases and the log end, newest first, by when the segments were last written', async () => {
+    const { s } = await segmented();
+    const cases: [bigint, number, unknown[]][] = [
+      [LATEST, 10, [0, [15n, 10n, 0n]]],
+      [LATEST, 2, [0, [15n, 10n]]],
+      [LATEST, 1, [0, [15n]]],
+      [LATEST, 0, [0, []]],
+      [EARLIEST, 10, [0, [0n]]],
+      [T + 3000n, 10, [0, [15n, 10n, 0n]]],
+      [T + 2500n, 10, [0, [10n, 0n]]],
+      [T + 2500n, 1, [0, [10n]]],
+      [T + 1999n, 10, [0, [0n]]],
+      [T + 999n, 10, [0, []]],
+      // Records' timestamps (all T) play no part; nor do the targets v1 and later know.
+      [T, 10, [0, []]],
+      [MAX_TIMESTAMP, 10, [0, []]],
+    ];
+    for (const [target, max, want] of cases) expect([target, max, await offsetsV0(s, v0(0, target, max))]).toEqual([target, max, want]);
+    // The other partition: one empty segment, made when the topic was.
+    expect(await offsetsV0(s, v0(1, LATEST, 5))).toEqual([0, [0n]]);
+    expect(await offsetsV0(s, v0(1, EARLIEST, 5))).toEqual([0, [0n]]);
+  });
+
+  it('answers from the log start once DeleteRecords moved it', async () => {
+    const { s } = await segmented();
+    expect(s.replicas.deleteRecords('t1', 0, 4n)).toEqual({ errorCode: 0, lowWatermark: 4n });
+    expect(await offsetsV0(s, v0(0, EARLIEST, 10))).toEqual([0, [4n]]);
+    expect(await offsetsV0(s, v0(0, LATEST, 10))).toEqual([0, [15n, 10n, 4n]]);
+  });
+
+  it('caps what a consumer sees at the high watermark; a follower or the debug id sees the log end', async () => {
+    const { s, clock } = await segmented();
+    const log = s.logs.get('t1', 0)!;
+    log.roll(); // segment 15, made at T+3000
+    clock.now = Number(T) + 4000;
+    // Written but not yet committed: appended below the replica manager, which would move the high watermark.
+    expect(log.append(buildBatch({ records: [{ value: 'a', timestamp: T }, { value: 'b', timestamp: T }] }), 0).ok).toBe(true); // 15..16
+    expect([log.highWatermark, log.logEndOffset]).toEqual([15n, 17n]);
+    // Offsets above the high watermark give way to it, put first; like Kafka, it then shows twice, being segment 15's base.
+    expect(await offsetsV0(s, v0(0, LATEST, 10))).toEqual([0, [15n, 15n, 10n, 0n]]);
+    expect(await offsetsV0(s, v0(0, LATEST, 1))).toEqual([0, [15n]]);
+    expect(await offsetsV0(s, v0(0, T + 3500n, 10))).toEqual([0, [10n, 0n]]);
+    for (const replicaId of [-2, 1]) {
+      expect(await offsetsV0(s, v0(0, LATEST, 10), replicaId)).toEqual([0, [17n, 15n, 10n, 0n]]);
+      expect(await offsetsV0(s, v0(0, LATEST, 1), replicaId)).toEqual([0, [17n]]);
+    }
+  });
+
+  it('answers each partition as asked, repeats included, with errors per partition as from v1', async () => {
+    const fs = new FaultyFs();
+    const s = services({}, undefined, { fs });
+    await withTopic(s);
+    await withTopic(s, 't2', 1);
+    fs.failNextWrite('EIO', (path) => path.includes('t2-0') && path.endsWith('.log'));
+    expect(s.replicas.appendRecords('t2', 0, buildBatch({ records: [{ value: 'x' }] }), -1).errorCode).toBe(ErrorCode.KAFKA_STORAGE_ERROR);
+    produce(s, 't1', 0, [T]);
+    expect(
+      await askV0(s, [
+        { name: 't1', partitions: [v0(0, LATEST, 5), v0(7, LATEST, 5), v0(0, EARLIEST, 5)] },
+        { name: 'nope', partitions: [v0(0, LATEST, 5)] },
+        { name: 't2', partitions: [v0(0, LATEST, 5)] },
+        { name: 't1', partitions: [v0(1, LATEST, -1)] },
+      ]),
+    ).toEqual([
+      ['t1', [[0, 0, [1n, 0n]], [7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []], [0, 0, [0n]]]],
+      ['nope', [[0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []]]],
+      ['t2', [[0, ErrorCode.KAFKA_STORAGE_ERROR, []]]],
+      // A negative max_num_offsets: Kafka 3.x fails while sizing its answer.
+      ['t1', [[1, ErrorCode.UNKNOWN_SERVER_ERROR, []]]],
+    ]);
+    expect(s.metadata.image().topics.has('nope')).toBe(false);
+  });
+
+  it('reads and writes the v0 layout of the October 2024 definitions', () => {
+    const request = req([{ name: 't', partitions: [v0(2, LATEST, 3)] }]);
+    const requestHex = ['ffffffff', '00000001', '000174', '00000001', '00000002', 'ffffffffffffffff', '00000003'].join('');
+    expect(encode(ListOffsetsRequestDecl, 0, request).toString('hex')).toBe(requestHex);
+    const back = decode<ListOffsetsRequest>(ListOffsetsRequestDecl, 0, Buffer.from(requestHex, 'hex'));
+    expect(back.ok && back.value.topics).toEqual(request.topics);
+    const response: ListOffsetsResponse = {
+      throttleTimeMs: 0,
+      topics: [{ name: 't', partitions: [{ partitionIndex: 2, errorCode: 0, oldStyleOffsets: [15n, 10n], timestamp: -1n, offset: -1n, leaderEpoch: -1 }] }],
+    };
+    // No throttle time, timestamp, offset or leader epoch: the offsets as an int32-counted array of int64.
+    const responseHex = ['00000001', '000174', '00000001', '00000002', '0000', '00000002', '000000000000000f', '000000000000000a'].join('');
+    expect(encode(ListOffsetsResponseDecl, 0, response).toString('hex')).toBe(responseHex);
+    expect(decode<ListOffsetsResponse>(ListOffsetsResponseDecl, 0, Buffer.from(responseHex, 'hex'))).toEqual({ ok: true, value: response });
   });
 });

@@ -1,28 +1,43 @@
 /**
- * ListOffsets (key 2), versions 1-11, the range Kafka 4.4 advertises: KIP-896
- * removed v0 (max_num_offsets, old_style_offsets), so a v0 request closes the
- * connection, as it does on Kafka 4.0.
- * v2 adds isolation_level (read_committed answers LATEST with the last stable
- * offset); v4 current_leader_epoch (fencing) and the answer's leader_epoch; v5
- * OFFSET_NOT_AVAILABLE, which older versions get as LEADER_NOT_AVAILABLE; v6 is
- * flexible; v7 MAX_TIMESTAMP (-3); v8 EARLIEST_LOCAL (-4); v9 LATEST_TIERED
- * (-5); v10 timeout_ms, which bounds only lookups in tiered storage and is
- * ignored here; v11 EARLIEST_PENDING_UPLOAD (-6, KIP-1023: nothing is tiered
- * here, so offset -1 as Kafka answers without tiered storage).
+ * ListOffsets (key 2), versions 0-11. Kafka 4 serves v1 and up (KIP-896
+ * removed v0); gregor serves v0 as Kafka 3.x did (KafkaApis'
+ * handleListOffsetRequestV0).
  *
- * A negative target that is none of those, or one the request's version does
- * not know yet, is UNSUPPORTED_VERSION for its partition. A partition named
- * more than once anywhere in the request is INVALID_REQUEST and answered
- * once. Each topic is answered once, its partitions in the order first asked
- * (Kafka's order is that of a hash map; clients match by name and index). Per
- * partition, see ReplicaManager.fetchOffsetForTimestamp: a consumer (replica
- * id -1) reads up to its isolation level's end, a follower or the debug id
- * (-2) up to the log end, and only the debug id may ask a non-leader.
+ * v0 asks, per partition, a target and max_num_offsets, and is answered
+ * with a list of offsets (old_style_offsets), newest first: the base
+ * offsets of the segments last modified at or before the target, and the
+ * log end when the active segment holds data and the target is now or
+ * later; LATEST (-1) lists from the log end, EARLIEST (-2) gives the log
+ * start alone (see ReplicaManager.legacyOffsetsForTimestamp). A consumer
+ * (replica id -1) gets the high watermark in place of the offsets above it.
+ * Records' timestamps play no part. Partitions are answered as asked,
+ * repeats included; per partition UNKNOWN_TOPIC_OR_PARTITION,
+ * NOT_LEADER_OR_FOLLOWER and KAFKA_STORAGE_ERROR, as from v1.
+ *
+ * v1 answers one offset and its record's timestamp: the first record at or
+ * after the target time. v2 adds isolation_level (read_committed answers
+ * LATEST with the last stable offset); v4 current_leader_epoch (fencing)
+ * and the answer's leader_epoch; v5 OFFSET_NOT_AVAILABLE, which older
+ * versions get as LEADER_NOT_AVAILABLE; v6 is flexible; v7 MAX_TIMESTAMP
+ * (-3); v8 EARLIEST_LOCAL (-4); v9 LATEST_TIERED (-5); v10 timeout_ms,
+ * which bounds only lookups in tiered storage and is ignored here; v11
+ * EARLIEST_PENDING_UPLOAD (-6, KIP-1023: nothing is tiered here, so offset
+ * -1 as Kafka answers without tiered storage).
+ *
+ * From v1, a negative target that is none of those, or one the request's
+ * version does not know yet, is UNSUPPORTED_VERSION for its partition. A
+ * partition named more than once anywhere in the request is INVALID_REQUEST
+ * and answered once. Each topic is answered once, its partitions in the
+ * order first asked (Kafka's order is that of a hash map; clients match by
+ * name and index). Per partition, see ReplicaManager.fetchOffsetForTimestamp:
+ * a consumer (replica id -1) reads up to its isolation level's end, a
+ * follower or the debug id (-2) up to the log end, and only the debug id
+ * may ask a non-leader.
  */
 import { ListOffsetsRequest } from '../wire/messages/list-offsets-request.js';
 import { ListOffsetsResponse, type ListOffsetsPartitionResponse, type ListOffsetsTopicResponse } from '../wire/messages/list-offsets-response.js';
 import { ErrorCode } from '../wire/errors.js';
-import { type FetchIsolation, SpecialTimestamp } from '../cluster/replication/replica-manager.js';
+import { type FetchIsolation, type ReplicaManager, SpecialTimestamp } from '../cluster/replication/replica-manager.js';
 import { defineHandler } from './handler.js';
 
 const CONSUMER_REPLICA_ID = -1;
@@ -71,10 +86,11 @@ export const listOffsets = defineHandler<ListOffsetsRequest, ListOffsetsResponse
   name: 'ListOffsets',
   request: ListOffsetsRequest,
   response: ListOffsetsResponse,
-  minVersion: 1,
+  minVersion: 0,
   maxVersion: 11,
   handle(req, ctx) {
     const v = ctx.apiVersion;
+    if (v === 0) return handleV0(req, ctx.services.replicas);
     // Kafka fails the whole request on an isolation level it does not know.
     if (req.isolationLevel !== READ_UNCOMMITTED && req.isolationLevel !== READ_COMMITTED) {
       return errorBody(req, ErrorCode.UNKNOWN_SERVER_ERROR);
@@ -108,6 +124,22 @@ export const listOffsets = defineHandler<ListOffsetsRequest, ListOffsetsResponse
   },
   errorResponse: (req, errorCode) => errorBody(req, errorCode),
 });
+
+/** v0: each partition as asked, with its list of offsets. */
+function handleV0(req: ListOffsetsRequest, replicas: ReplicaManager): ListOffsetsResponse {
+  const isFromConsumer = req.replicaId === CONSUMER_REPLICA_ID;
+  const fetchOnlyFromLeader = req.replicaId !== DEBUGGING_REPLICA_ID;
+  return {
+    throttleTimeMs: 0,
+    topics: req.topics.map((t) => ({
+      name: t.name,
+      partitions: t.partitions.map((p): ListOffsetsPartitionResponse => {
+        const r = replicas.legacyOffsetsForTimestamp(t.name, p.partitionIndex, p.timestamp, p.maxNumOffsets, isFromConsumer, fetchOnlyFromLeader);
+        return { ...partitionError(p.partitionIndex, r.errorCode), oldStyleOffsets: r.offsets };
+      }),
+    })),
+  };
+}
 
 /** Every partition of the request with `errorCode`, laid out as asked (Kafka's getErrorResponse). */
 function errorBody(req: ListOffsetsRequest, errorCode: number): ListOffsetsResponse {

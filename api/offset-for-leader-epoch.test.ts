@@ -4,7 +4,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
 import { decode, encode } from '../wire/codec.js';
 import { buildBatch } from '../wire/record-batch.js';
-import type { OffsetForLeaderEpochRequest, OffsetForLeaderPartition } from '../wire/messages/offset-for-leader-epoch-request.js';
+import {
+  OffsetForLeaderEpochRequest as RequestDecl,
+  type OffsetForLeaderEpochRequest,
+  type OffsetForLeaderPartition,
+} from '../wire/messages/offset-for-leader-epoch-request.js';
 import {
   OffsetForLeaderEpochResponse as ResponseDecl,
   type OffsetForLeaderEpochResponse,
@@ -12,7 +16,7 @@ import {
 import { FaultyFs } from '../storage/fs.js';
 import { LEADER_EPOCH_CHECKPOINT_FILE } from '../storage/leader-epoch-cache.js';
 import { offsetForLeaderEpoch } from './offset-for-leader-epoch.js';
-import { ctxFor, testServices, type TestServices } from './test-services.js';
+import { callAt, ctxFor, testServices, type TestServices } from './test-services.js';
 
 const open: TestServices[] = [];
 afterEach(async () => {
@@ -51,8 +55,8 @@ async function withTopic(s: TestServices): Promise<void> {
 }
 
 describe('OffsetForLeaderEpoch (answers checked against Kafka 4.4.0)', () => {
-  it('serves v2-v4, as Kafka 4.0 advertises', () => {
-    expect([offsetForLeaderEpoch.minVersion, offsetForLeaderEpoch.maxVersion]).toEqual([2, 4]);
+  it('serves v0-v4: Kafka 4.0 advertises v2-v4, Kafka 3.x served v0-v1 too', () => {
+    expect([offsetForLeaderEpoch.minVersion, offsetForLeaderEpoch.maxVersion]).toEqual([0, 4]);
   });
 
   it('answers the current epoch with the log end, others as UNDEFINED, repeats included', async () => {
@@ -140,9 +144,86 @@ describe('OffsetForLeaderEpoch (answers checked against Kafka 4.4.0)', () => {
     const s = services();
     await withTopic(s);
     const res = (await offsetForLeaderEpoch.handle({ replicaId: -2, topics: [{ topic: 't1', partitions: [ask(0, 0)] }] }, ctxFor(s, 2))) as OffsetForLeaderEpochResponse;
-    for (const version of [2, 3, 4]) {
+    for (const version of [0, 1, 2, 3, 4]) {
       const back = decode<OffsetForLeaderEpochResponse>(ResponseDecl, version, encode(ResponseDecl, version, res));
-      expect(back.ok && back.value.topics[0]!.partitions[0]).toEqual({ errorCode: 0, partition: 0, leaderEpoch: 0, endOffset: 0n });
+      // v0 carries no leader epoch: it decodes as the default, -1.
+      const leaderEpoch = version === 0 ? -1 : 0;
+      expect(back.ok && back.value.topics[0]!.partitions[0]).toEqual({ errorCode: 0, partition: 0, leaderEpoch, endOffset: 0n });
     }
+  });
+});
+
+describe('OffsetForLeaderEpoch v0 and v1 (served as Kafka 3.x served them)', () => {
+  /** [partition, errorCode, leaderEpoch, endOffset] as a client at `version` reads the answer. */
+  async function sendAt(s: TestServices, version: number, partitions: OffsetForLeaderPartition[], topic = 't1') {
+    const res = await callAt(offsetForLeaderEpoch, version, { replicaId: -2, topics: [{ topic, partitions }] }, s);
+    return res.topics[0]!.partitions.map((p) => [p.partition, p.errorCode, p.leaderEpoch, p.endOffset]);
+  }
+
+  it('answers the end offset of each epoch asked, with the epoch found from v1 only', async () => {
+    let s = services();
+    await withTopic(s);
+    produce(s, 't1', 0, 8);
+    s = await restart(s);
+    produce(s, 't1', 0, 4);
+    // Epoch 0 ended at 8; epoch 1 was never led, so it answers as epoch 0; epoch 2 is current (log end 12).
+    const asks = [0, 1, 2, 3, 0].map((e) => ask(0, e));
+    expect(await sendAt(s, 1, asks)).toEqual([
+      [0, 0, 0, 8n],
+      [0, 0, 0, 8n],
+      [0, 0, 2, 12n],
+      [0, 0, -1, -1n],
+      [0, 0, 0, 8n],
+    ]);
+    // v0 has no leader epoch in its answer: the client reads the default, -1.
+    expect(await sendAt(s, 0, asks)).toEqual([
+      [0, 0, -1, 8n],
+      [0, 0, -1, 8n],
+      [0, 0, -1, 12n],
+      [0, 0, -1, -1n],
+      [0, 0, -1, 8n],
+    ]);
+  });
+
+  it('fences nothing, since the request carries no current leader epoch', async () => {
+    let s = services();
+    await withTopic(s);
+    produce(s, 't1', 0, 3);
+    s = await restart(s);
+    // At v2 a stale current epoch is fenced; at v0 and v1 the field is not sent, so the same ask is answered.
+    expect(await sendAt(s, 2, [ask(0, 0, 0)])).toEqual([[0, ErrorCode.FENCED_LEADER_EPOCH, -1, -1n]]);
+    expect(await sendAt(s, 1, [ask(0, 0, 0)])).toEqual([[0, 0, 0, 3n]]);
+    expect(await sendAt(s, 0, [ask(0, 0, 0)])).toEqual([[0, 0, -1, 3n]]);
+  });
+
+  it('reports unknown topics and partitions and offline logs per partition', async () => {
+    const fs = new FaultyFs();
+    const s = services({}, undefined, { fs });
+    await withTopic(s);
+    fs.failNextWrite('EIO', (path) => path.includes('t1-0') && path.endsWith('.log'));
+    expect(s.replicas.appendRecords('t1', 0, buildBatch({ records: [{ value: 'x' }] }), -1).errorCode).toBe(ErrorCode.KAFKA_STORAGE_ERROR);
+    for (const version of [0, 1]) {
+      expect(await sendAt(s, version, [ask(0, 0), ask(1, 0), ask(9, 0)])).toEqual([
+        [0, ErrorCode.KAFKA_STORAGE_ERROR, -1, -1n],
+        [1, 0, version === 0 ? -1 : 0, 0n],
+        [9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1n],
+      ]);
+      expect(await sendAt(s, version, [ask(0, 0)], 'nope')).toEqual([[0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1n]]);
+    }
+  });
+
+  it('reads and writes the v0 and v1 layouts of the October 2024 definitions', () => {
+    // The request is the same at v0 and v1: no replica id, no current leader epoch, no tagged fields.
+    const request: OffsetForLeaderEpochRequest = { replicaId: -2, topics: [{ topic: 't', partitions: [ask(3, 5)] }] };
+    const requestHex = '00000001' + '000174' + '00000001' + '00000003' + '00000005';
+    for (const version of [0, 1]) {
+      expect(encode(RequestDecl, version, request).toString('hex')).toBe(requestHex);
+      expect(decode<OffsetForLeaderEpochRequest>(RequestDecl, version, Buffer.from(requestHex, 'hex'))).toEqual({ ok: true, value: request });
+    }
+    // The answer: error code, partition, (v1: leader epoch,) end offset; no throttle time.
+    const response: OffsetForLeaderEpochResponse = { throttleTimeMs: 0, topics: [{ topic: 't', partitions: [{ errorCode: 0, partition: 3, leaderEpoch: 4, endOffset: 9n }] }] };
+    const head = '00000001' + '000174' + '00000001' + '0000' + '00000003';
+    expect(encode(ResponseDecl, 0, response).toString('hex')).toBe(head + '0000000000000009');
+    expect(encode(ResponseDecl, 1, response).toString('hex')).toBe(head + '00000004' + '0000000000000009');
   });
 });

@@ -1,9 +1,13 @@
 /**
- * OffsetForLeaderEpoch (key 23), versions 2-4, the range Kafka 4.0 advertises
- * (KIP-896 removed v0-1; such a request closes the connection, as on Kafka 4.0).
- * v2 adds current_leader_epoch (fencing) and throttle_time_ms; v3 replica_id,
- * which Kafka 4.0 no longer looks at: every request is answered by the leader
- * only, for followers and consumers (KIP-320) alike; v4 is flexible.
+ * OffsetForLeaderEpoch (key 23), versions 0-4. Kafka 4.0 dropped v0-1
+ * (KIP-896); gregor serves them as Kafka 3.x did, with the same logic as
+ * the newer versions (KafkaApis had no per-version branch for this API).
+ * v0 answers each partition's error code and end offset only; v1 adds the
+ * leader epoch found; v2 adds current_leader_epoch (fencing) and
+ * throttle_time_ms; v3 replica_id, which Kafka 4.0 no longer looks at: every
+ * request is answered by the leader only, for followers and consumers
+ * (KIP-320) alike; v4 is flexible. Before v2 a request carries no current
+ * leader epoch, so it decodes as -1 and nothing is fenced.
  *
  * Each requested (partition, leader_epoch) is answered in request order,
  * repeats included, as Kafka does: the largest epoch at most the requested
@@ -20,7 +24,7 @@ export const offsetForLeaderEpoch = defineHandler<OffsetForLeaderEpochRequest, O
   name: 'OffsetForLeaderEpoch',
   request: OffsetForLeaderEpochRequest,
   response: OffsetForLeaderEpochResponse,
-  minVersion: 2,
+  minVersion: 0,
   maxVersion: 4,
   handle(req, ctx) {
     const { replicas } = ctx.services;

@@ -36,6 +36,8 @@ export function testServices(
   opts: {
     logDefaults?: LogConfig;
     fs?: Fs;
+    /** The logs' clock (segments' last-modified times); the system's when absent. */
+    now?: () => number;
     /**
      * Keep every topic's logs on the LogConfig its configs and the broker's
      * (dynamic) defaults give, as the broker does; logDefaults then only
@@ -58,7 +60,7 @@ export function testServices(
       { listener: 'INTERNAL', host: 'broker-1.internal', port: 19092 },
     ],
   });
-  const logs = LogManager.open(dir, { defaults: opts.logDefaults ?? DEFAULT_LOG_CONFIG, log, ...(opts.fs ? { fs: opts.fs } : {}) });
+  const logs = LogManager.open(dir, { defaults: opts.logDefaults ?? DEFAULT_LOG_CONFIG, log, ...(opts.fs ? { fs: opts.fs } : {}), ...(opts.now ? { now: opts.now } : {}) });
   // Before the replica manager, so that a new topic's logs open with their config.
   const unfollow = opts.followTopicConfigs ? followTopicLogConfigs(store, logs, full.staticConfig ?? NO_STATIC_CONFIG, full.nodeId) : () => {};
   const replicas = new ReplicaManager(full.nodeId, store, logs, log).start();

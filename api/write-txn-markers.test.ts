@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
 import { buildBatch } from '../wire/record-batch.js';
-import type { WriteTxnMarkersResponse } from '../wire/messages/write-txn-markers-response.js';
+import { decode, encode } from '../wire/codec.js';
+import { WriteTxnMarkersRequest, type WriteTxnMarkersRequest as Request } from '../wire/messages/write-txn-markers-request.js';
+import { WriteTxnMarkersResponse as ResponseDecl, type WriteTxnMarkersResponse } from '../wire/messages/write-txn-markers-response.js';
 import { writeTxnMarkers } from './write-txn-markers.js';
 import { callAt, testServices, type TestServices } from './test-services.js';
 
@@ -54,5 +56,40 @@ describe('WriteTxnMarkers', () => {
       'missing-0': ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     });
     expect(res.markers.map((m) => m.producerId)).toEqual([7n, 7n]);
+  });
+});
+
+describe('WriteTxnMarkers v0 (v1 without the flexible encoding, as Kafka 3.x served it)', () => {
+  it('commits and aborts as v1 does, answering each partition', async () => {
+    const s = await setup();
+    const res = (await callAt(writeTxnMarkers, 0, { markers: [marker(true, 0, [0]), marker(false, 0, [1, 9])] }, s)) as WriteTxnMarkersResponse;
+    expect(res.markers.map((m) => codes({ markers: [m] }))).toEqual([{ 't-0': ErrorCode.NONE }, { 't-1': ErrorCode.NONE, 't-9': ErrorCode.UNKNOWN_TOPIC_OR_PARTITION }]);
+    // Both transactions are closed: the data record and its marker are stable in each partition.
+    for (const p of [0, 1]) expect(s.replicas.logFor('t', p)!.lastStableOffset).toBe(2n);
+    // A stale coordinator is fenced at v0 too.
+    const stale = (await callAt(writeTxnMarkers, 0, { markers: [marker(true, 3, [0]), marker(true, 2, [0])] }, s)) as WriteTxnMarkersResponse;
+    expect(stale.markers.map((m) => codes({ markers: [m] }))).toEqual([{ 't-0': ErrorCode.NONE }, { 't-0': ErrorCode.TRANSACTION_COORDINATOR_FENCED }]);
+  });
+
+  it('reads and writes the v0 layout of the October 2024 definitions: int32 array lengths, int16 string lengths, no tagged fields', () => {
+    const request: Request = { markers: [{ ...marker(true, 5, [0, 2]), transactionVersion: 0 }] };
+    const requestHex = [
+      '00000001', // markers
+      '0000000000000007', // producer_id
+      '0000', // producer_epoch
+      '01', // transaction_result: COMMIT
+      '00000001', // topics
+      '00017400000002', // name 't', partition_indexes: 2 of them
+      '0000000000000002',
+      '00000005', // coordinator_epoch
+    ].join('');
+    expect(encode(WriteTxnMarkersRequest, 0, request).toString('hex')).toBe(requestHex);
+    expect(decode<Request>(WriteTxnMarkersRequest, 0, Buffer.from(requestHex, 'hex'))).toEqual({ ok: true, value: request });
+    const response: WriteTxnMarkersResponse = {
+      markers: [{ producerId: 7n, topics: [{ name: 't', partitions: [{ partitionIndex: 0, errorCode: 0 }, { partitionIndex: 2, errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER }] }] }],
+    };
+    const responseHex = ['00000001', '0000000000000007', '00000001', '000174', '00000002', '000000000000', '000000020006'].join('');
+    expect(encode(ResponseDecl, 0, response).toString('hex')).toBe(responseHex);
+    expect(decode<WriteTxnMarkersResponse>(ResponseDecl, 0, Buffer.from(responseHex, 'hex'))).toEqual({ ok: true, value: response });
   });
 });

@@ -1,9 +1,11 @@
 /**
- * WriteTxnMarkers (key 27), versions 1-2 (flexible), as Kafka 4.4 serves
- * them (KIP-896 removed v0). v2 adds each marker's transaction_version: 2
- * for a transaction ended the transactions v2 way, whose marker carries the
- * epoch the coordinator bumped and must be newer than the data's (see
- * storage/producer-state.ts); v1 markers are version 0.
+ * WriteTxnMarkers (key 27), versions 0-2. Kafka 4.4 serves v1-2 (KIP-896
+ * removed v0); gregor serves v0 as Kafka 3.x did: it is v1 without the
+ * flexible encoding, answered alike. v2 adds each marker's
+ * transaction_version: 2 for a transaction ended the transactions v2 way,
+ * whose marker carries the epoch the coordinator bumped and must be newer
+ * than the data's (see storage/producer-state.ts); v0 and v1 markers are
+ * version 0.
  *
  * Sent by a transaction coordinator to the leader of each partition of a
  * transaction it ends: for every marker, a COMMIT or ABORT control batch of
@@ -29,7 +31,7 @@ export const writeTxnMarkers = defineHandler<WriteTxnMarkersRequest, WriteTxnMar
   name: 'WriteTxnMarkers',
   request: WriteTxnMarkersRequest,
   response: WriteTxnMarkersResponse,
-  minVersion: 1,
+  minVersion: 0,
   maxVersion: 2,
   async handle(req, ctx) {
     const markers = await Promise.all(

@@ -2,8 +2,9 @@
  * ListOffsets by time and by the special targets, asked by real clients of a
  * real broker on 127.0.0.1: kafka-python 2.0.2 (ListOffsets v1, Debian's
  * /usr/bin/python3) writes records with chosen timestamps and looks them up;
- * kcat (librdkafka 2.0.2, ListOffsets v2) looks them up with -Q. Skipped when
- * either client is not installed.
+ * kcat (librdkafka 2.0.2, ListOffsets v2) looks them up with -Q; and
+ * kafka-python told its broker is 0.10.0 asks the log ends with ListOffsets
+ * v0 (max_num_offsets 1). Skipped when either client is not installed.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -52,6 +53,26 @@ print(json.dumps({
 consumer.close()
 `;
 
+// Below 0.10.1 kafka-python's consumer asks ListOffsets v0, for one offset per partition.
+const LOG_ENDS_AT_V0 = `
+import json, sys
+from kafka import KafkaProducer, KafkaConsumer, TopicPartition
+bootstrap, topic = sys.argv[1], sys.argv[2]
+producer = KafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+for i in range(4):
+    producer.send(topic, value=b'v', partition=0).get(timeout=10)
+producer.close()
+consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=10000, api_version=(0, 10, 0))
+tp = TopicPartition(topic, 0)
+beginning, end = consumer.beginning_offsets([tp])[tp], consumer.end_offsets([tp])[tp]
+consumer.assign([tp])
+consumer.seek_to_end(tp)
+at_end = consumer.position(tp)
+consumer.seek_to_beginning(tp)
+print(json.dumps({'beginning': beginning, 'end': end, 'at_end': at_end, 'from_start': consumer.position(tp)}))
+consumer.close()
+`;
+
 describe('ListOffsets with kafka-python and kcat', () => {
   let broker: Broker;
   let dir: string;
@@ -79,5 +100,10 @@ describe('ListOffsets with kafka-python and kcat', () => {
     expect(await kcat(T + 301)).toBe('by-time [0] offset 3');
     // Nothing that late: Kafka answers offset -1, which librdkafka reports as the logical end (-1).
     expect(await kcat(T + 501)).toBe('by-time [0] offset -1');
+  });
+
+  it('answers the log ends to kafka-python asking ListOffsets v0', async () => {
+    const { stdout } = await run(PYTHON, ['-c', LOG_ENDS_AT_V0, bootstrap, 'old-client'], { timeout: 60000 });
+    expect(JSON.parse(stdout.trim().split('\n').pop()!)).toEqual({ beginning: 0, end: 4, at_end: 4, from_start: 0 });
   });
 });

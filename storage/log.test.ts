@@ -697,6 +697,78 @@ describe('offsetForTimestamp, as Kafka answers ListOffsets by time', () => {
   });
 });
 
+describe('legacyOffsetsBefore, as Kafka 3.x answers ListOffsets v0', () => {
+  /** The worked example: segment 0 (offsets 0..9) last appended at 1000, segment 10 (10..14) at 2000, the clock then at 3000. */
+  function twoSegments(dir = tempDir()) {
+    const clock = { now: 1000 };
+    const log = open(dir, small, { now: () => clock.now });
+    appendOk(log, batch(10)); // 0..9
+    log.roll();
+    clock.now = 2000;
+    appendOk(log, batch(5)); // 10..14
+    clock.now = 3000;
+    return { log, clock };
+  }
+
+  it('answers segment bases and the log end by their times, newest first, as many as asked', () => {
+    const { log } = twoSegments();
+    const cases: [bigint, number, bigint[]][] = [
+      [-1n, 10, [15n, 10n, 0n]],
+      [-1n, 2, [15n, 10n]],
+      [-1n, 1, [15n]],
+      [-1n, 0, []],
+      [-2n, 10, [0n]],
+      [-2n, 0, []],
+      [3000n, 10, [15n, 10n, 0n]],
+      [2999n, 10, [10n, 0n]],
+      [2500n, 1, [10n]],
+      [2000n, 10, [10n, 0n]],
+      [1999n, 10, [0n]],
+      [1000n, 10, [0n]],
+      [999n, 10, []],
+      // Other negative targets are times before every segment.
+      [-3n, 10, []],
+    ];
+    for (const [target, max, want] of cases) expect([target, max, log.legacyOffsetsBefore(target, max)]).toEqual([target, max, want]);
+  });
+
+  it('has no log end candidate while the active segment is empty: its base is the log end', () => {
+    const { log, clock } = twoSegments();
+    log.roll(); // at 3000: segment 15 is empty
+    clock.now = 4000;
+    expect(log.legacyOffsetsBefore(-1n, 10)).toEqual([15n, 10n, 0n]);
+    expect(log.legacyOffsetsBefore(3500n, 10)).toEqual([15n, 10n, 0n]);
+    expect(log.legacyOffsetsBefore(2999n, 10)).toEqual([10n, 0n]);
+  });
+
+  it('answers an empty log with its start offset, dated when the segment was made', () => {
+    const log = open(tempDir(), small, { now: () => 500 });
+    expect(log.legacyOffsetsBefore(-1n, 5)).toEqual([0n]);
+    expect(log.legacyOffsetsBefore(-2n, 5)).toEqual([0n]);
+    expect(log.legacyOffsetsBefore(500n, 5)).toEqual([0n]);
+    expect(log.legacyOffsetsBefore(499n, 5)).toEqual([]);
+  });
+
+  it('raises segment bases below the log start offset to it', () => {
+    const { log } = twoSegments();
+    log.updateHighWatermark(log.logEndOffset);
+    log.deleteRecordsBefore(3n);
+    expect(log.segmentBaseOffsets()).toEqual([0n, 10n]);
+    expect(log.legacyOffsetsBefore(-2n, 10)).toEqual([3n]);
+    expect(log.legacyOffsetsBefore(-1n, 10)).toEqual([15n, 10n, 3n]);
+    expect(log.legacyOffsetsBefore(1500n, 10)).toEqual([3n]);
+  });
+
+  it('dates a segment loaded from disk and not written since when the log opened', () => {
+    const dir = tempDir();
+    twoSegments(dir).log.close();
+    const log = open(dir, small, { now: () => 10_000 });
+    expect(log.legacyOffsetsBefore(-1n, 10)).toEqual([15n, 10n, 0n]);
+    expect(log.legacyOffsetsBefore(9999n, 10)).toEqual([]);
+    expect(log.legacyOffsetsBefore(10_000n, 10)).toEqual([15n, 10n, 0n]);
+  });
+});
+
 describe('rolled segments sync in the background', () => {
   /** nodeFs whose background fsyncs wait until the test releases them, and which records the paths fsynced on the loop. */
   function deferredFs() {

@@ -823,6 +823,46 @@ export class PartitionLog {
     return null;
   }
 
+  /**
+   * ListOffsets v0 by the log, as Kafka 3.x's UnifiedLog.legacyFetchOffsetsBefore
+   * answers it: offsets a reader could start from, newest first, at most
+   * `maxNumOffsets` of them (none when it is 0 or less).
+   *
+   * The candidates, oldest first, are each segment's base offset (raised to
+   * the log start offset) paired with the segment's last-modified time, and,
+   * when the active segment holds data, the log end offset paired with the
+   * clock's time now. LATEST (-1n) takes them from the last candidate back,
+   * EARLIEST (-2n) from the first (so it answers the log start offset
+   * alone); any other target is a time, and takes them from the newest
+   * candidate at or before it (none when every candidate is newer). Records'
+   * own timestamps play no part. A segment's last-modified time is the time
+   * of its last append or, for one not written since the log opened, the
+   * time it was opened (see LogSegment.lastModifiedMs); Kafka reads the
+   * file's modification time instead, which survives a restart.
+   *
+   * Example: a segment based at 0 last appended at time 1000, one based at
+   * 10 last appended at 2000 and holding offsets 10..14, the clock at 3000:
+   * legacyOffsetsBefore(-1n, 10) -> [15n, 10n, 0n]; (-1n, 2) -> [15n, 10n];
+   * (-2n, 10) -> [0n]; (2500n, 10) -> [10n, 0n]; (1000n, 10) -> [0n];
+   * (999n, 10) -> []; after deleteRecordsBefore(3n), (-2n, 10) -> [3n].
+   */
+  legacyOffsetsBefore(timestamp: bigint, maxNumOffsets: number): bigint[] {
+    const start = this._logStartOffset;
+    const candidates = this.segments.map((seg) => ({ offset: seg.baseOffset > start ? seg.baseOffset : start, time: BigInt(seg.lastModifiedMs) }));
+    if (this.active.size > 0) candidates.push({ offset: this.logEndOffset, time: BigInt(this.now()) });
+    let from: number;
+    if (timestamp === -1n) from = candidates.length - 1;
+    else if (timestamp === -2n) from = 0;
+    else {
+      from = candidates.length - 1;
+      while (from >= 0 && candidates[from]!.time > timestamp) from--;
+    }
+    // Candidates' offsets never decrease, so walking back gives them newest first.
+    const out: bigint[] = [];
+    for (let i = from; i >= 0 && out.length < maxNumOffsets; i--) out.push(candidates[i]!.offset);
+    return out;
+  }
+
   /** The partition's leader epochs, read-only: the log changes them as it appends and truncates. */
   get leaderEpochs(): LeaderEpochs {
     return this.epochs;

@@ -1062,6 +1062,45 @@ export class ReplicaManager {
   }
 
   /**
+   * ListOffsets v0 for one partition, as Kafka 3.x's
+   * Partition.legacyFetchOffsetsForTimestamp answers it: the log's
+   * candidates for `timestamp` (see PartitionLog.legacyOffsetsBefore), at
+   * most `maxNumOffsets` of them, newest first. For a consumer
+   * (`isFromConsumer`, replica id -1) the offsets above the high watermark
+   * give way to the high watermark itself, put first, so that none is past
+   * what the consumer may read; like Kafka, the high watermark then appears
+   * twice when it is also a segment base. Never throws.
+   *
+   * Errors, as for fetchOffsetForTimestamp but with no leader epoch to check
+   * (v0 carries none): UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
+   * KAFKA_STORAGE_ERROR; and UNKNOWN_SERVER_ERROR for a negative
+   * `maxNumOffsets`, which Kafka 3.x fails on while sizing its answer.
+   *
+   * Example: segments based at 0 and 10, offsets 0..14, the high watermark
+   * at 12: legacyOffsetsForTimestamp('t', 0, -1n, 5, false, true) ->
+   * { errorCode: 0, offsets: [15n, 10n, 0n] }; as a consumer (true) ->
+   * [12n, 10n, 0n]; with -2n -> [0n] either way.
+   */
+  legacyOffsetsForTimestamp(
+    topic: string,
+    partition: number,
+    timestamp: bigint,
+    maxNumOffsets: number,
+    isFromConsumer: boolean,
+    fetchOnlyFromLeader: boolean,
+  ): { errorCode: number; offsets: bigint[] } {
+    const local = this.localLogWithEpoch(topic, partition, -1, fetchOnlyFromLeader);
+    if (typeof local === 'number') return { errorCode: local, offsets: [] };
+    if (maxNumOffsets < 0) return { errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, offsets: [] };
+    const { log } = local;
+    const offsets = log.legacyOffsetsBefore(timestamp, maxNumOffsets);
+    if (!isFromConsumer) return { errorCode: ErrorCode.NONE, offsets };
+    const hw = log.highWatermark;
+    if (!offsets.some((o) => o > hw)) return { errorCode: ErrorCode.NONE, offsets };
+    return { errorCode: ErrorCode.NONE, offsets: [hw, ...offsets.filter((o) => o <= hw)] };
+  }
+
+  /**
    * OffsetForLeaderEpoch for one partition, as Kafka's
    * Partition.lastOffsetForLeaderEpoch answers it, always as the leader: the
    * largest epoch at most `leaderEpoch` this log knows and the offset where it
