@@ -602,14 +602,20 @@ def scenario_admin(bootstrap):
 class GroupRun:
     """The group scenario (see lib/group.py) with confluent-kafka consumers in one thread,
     polled in turn; librdkafka runs the group protocol in its own threads, and the
-    rebalance callbacks (on_assign, on_revoke, on_lost) run inside a member's poll. The
-    assignor is set by partition.assignment.strategy (group.ASSIGNORS: range, then
-    roundrobin, one run each; both eager)."""
+    rebalance callbacks (on_assign, on_revoke, on_lost) run inside a member's poll.
+
+    On the classic protocol (assignor given) the assignor is set by
+    partition.assignment.strategy (group.ASSIGNORS: range, then roundrobin, one run each;
+    both eager), and each callback names the member's whole assignment. With assignor None
+    the same plan runs on the consumer rebalance protocol (group.protocol=consumer, KIP-848):
+    the broker assigns with its default assignor and sets the session and heartbeat
+    interval, and the callbacks name only the partitions added or taken away."""
 
     def __init__(self, bootstrap, assignor):
         self.bootstrap = bootstrap
         self.assignor = assignor
-        stamp = f"{int(time.time() * 1000)}-{os.getpid()}-{assignor}"
+        self.consumer_protocol = assignor is None
+        stamp = f"{int(time.time() * 1000)}-{os.getpid()}-{assignor or 'consumer'}"
         self.topic = f"compat-group-confluent-{stamp}"
         self.group_id = f"compat-group-confluent-{stamp}"
         self.check = group.GroupCheck()
@@ -652,27 +658,48 @@ class GroupRun:
     def start(self, name):
         log = DebugLines(f"group-{name}")
         self.logs[name] = log
+        if self.consumer_protocol:
+            # librdkafka refuses the classic-only settings (session.timeout.ms,
+            # heartbeat.interval.ms, partition.assignment.strategy) with this protocol:
+            # the broker decides them.
+            protocol = {"group.protocol": "consumer"}
+        else:
+            protocol = {
+                "partition.assignment.strategy": self.assignor,
+                "session.timeout.ms": group.SESSION_TIMEOUT_MS,
+                "heartbeat.interval.ms": group.HEARTBEAT_INTERVAL_MS,
+            }
         consumer = Consumer({
             **client_config(self.bootstrap, log, "protocol"),
             "group.id": self.group_id,
-            "partition.assignment.strategy": self.assignor,
-            "session.timeout.ms": group.SESSION_TIMEOUT_MS,
-            "heartbeat.interval.ms": group.HEARTBEAT_INTERVAL_MS,
+            **protocol,
             "max.poll.interval.ms": group.REBALANCE_TIMEOUT_MS,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "fetch.wait.max.ms": 100,
         })
         check = self.check
+        incremental = self.consumer_protocol
+
+        def mine(partitions):
+            return {tp.partition for tp in partitions if tp.topic == self.topic}
 
         def assigned(_, partitions):
-            check.assign(name, [tp.partition for tp in partitions if tp.topic == self.topic])
+            if incremental:
+                check.assign(name, check.holds(name) | mine(partitions),
+                             f"assigned {sorted(mine(partitions))}; holds")
+            else:
+                check.assign(name, mine(partitions))
+
+        def taken(partitions, why):
+            left = check.holds(name) - mine(partitions) if incremental else set()
+            check.assign(name, left, f"{why} {[tp.partition for tp in partitions]}; holds")
 
         def revoked(_, partitions):
-            check.assign(name, [], f"revoked {[tp.partition for tp in partitions]}; holds")
+            taken(partitions, "revoked")
 
         def lost(_, partitions):
-            check.assign(name, [], f"lost {[tp.partition for tp in partitions]}; holds")
+            taken(partitions, "lost")
 
         consumer.subscribe([self.topic], on_assign=assigned, on_revoke=revoked, on_lost=lost)
         self.members[name] = consumer
@@ -713,19 +740,27 @@ class GroupRun:
         self.create_topic()
         self.start("A")
         self.start("B")
-        self.wait("A and B holding all partitions between them", group.JOIN_TIMEOUT_S,
+        join_timeout_s = group.CONSUMER_JOIN_TIMEOUT_S if self.consumer_protocol else group.JOIN_TIMEOUT_S
+        self.wait("A and B holding all partitions between them", join_timeout_s,
                   lambda: check.split(["A", "B"]), ["A", "B"])
-        check.log(f"{self.assignor}: A holds {sorted(check.holds('A'))}, B holds {sorted(check.holds('B'))}")
-        wrong = group.expected_split(self.assignor, check.holds("A"), check.holds("B"))
-        if wrong:
-            raise group.Failure(wrong)
+        check.log(f"{self.assignor or 'broker-side assignor'}: A holds {sorted(check.holds('A'))}, "
+                  f"B holds {sorted(check.holds('B'))}")
+        if self.consumer_protocol:
+            # The broker's default assignor (uniform) balances the partitions.
+            if len(check.holds("A")) != len(check.holds("B")):
+                raise group.Failure(f"the broker split the partitions unevenly: {check.describe(['A', 'B'])}")
+        else:
+            wrong = group.expected_split(self.assignor, check.holds("A"), check.holds("B"))
+            if wrong:
+                raise group.Failure(wrong)
         self.produce(0, group.FIRST)
         self.consume_step("A and B", 0, group.FIRST, ["A", "B"])
         check.expect_spread()
 
         left_at = time.monotonic()
         self.leave("B")
-        self.wait("A holding all partitions after B left", group.SESSION_TIMEOUT_MS / 1000,
+        leave_timeout_s = group.CONSUMER_LEAVE_TIMEOUT_S if self.consumer_protocol else group.SESSION_TIMEOUT_MS / 1000
+        self.wait("A holding all partitions after B left", leave_timeout_s,
                   lambda: len(check.holds("A")) == group.PARTITIONS, ["A"])
         check.log(f"A holds all {group.PARTITIONS} partitions {(time.monotonic() - left_at) * 1000:.0f} ms "
                   "after B started leaving")
@@ -736,6 +771,11 @@ class GroupRun:
         end = group.FIRST + group.SECOND + group.THIRD
         self.produce(group.FIRST + group.SECOND, end)
         self.start("C")
+        if self.consumer_protocol:
+            # Alone in the group, C gets every partition at its first heartbeat's answer, but
+            # librdkafka may take more than CONSUME_TIMEOUT_S to join and fetch the offsets.
+            self.wait("C holding all partitions", join_timeout_s,
+                      lambda: len(check.holds("C")) == group.PARTITIONS, ["C"])
         self.consume_step("C after the commits", group.FIRST + group.SECOND, end, ["C"])
         # A partition C wrongly read from its start would show up as old messages by now.
         settle_until = time.monotonic() + 1.0
@@ -760,7 +800,7 @@ class GroupRun:
 def group_once(bootstrap, assignor):
     run = GroupRun(bootstrap, assignor)
     started = time.monotonic()
-    print(f"  -- partition.assignment.strategy={assignor}")
+    print(f"  -- partition.assignment.strategy={assignor}" if assignor else "  -- group.protocol=consumer")
     try:
         run.run()
         return []
@@ -772,7 +812,7 @@ def group_once(bootstrap, assignor):
         return [f"{type(err).__name__}: {err}"]
     finally:
         run.close()
-        print(f"  {assignor}: {time.monotonic() - started:.1f} s")
+        print(f"  {assignor or 'group.protocol=consumer'}: {time.monotonic() - started:.1f} s")
 
 
 def scenario_group(bootstrap):
@@ -782,6 +822,17 @@ def scenario_group(bootstrap):
         if problems:
             return [f"{assignor}: {p}" for p in problems]
     return []
+
+
+def scenario_group_consumer(bootstrap):
+    """The group plan once on the consumer rebalance protocol (KIP-848), with the broker's
+    default assignor."""
+    return group_once(bootstrap, None)
+
+
+# librdkafka's consumer protocol is generally available from 2.12.0 on; older ones (Debian's
+# 2.0.2) do not have it, and the scenario is not offered there.
+CONSUMER_PROTOCOL_LIBRDKAFKA = 0x020C0000
 
 
 # txn and idempotent-cut: partitions of their topics; how long reading may go on after the
@@ -1328,6 +1379,8 @@ SCENARIOS = {"metadata": scenario_metadata, "roundtrip": scenario_roundtrip, "ad
              "group": scenario_group, "txn": scenario_txn, "idempotent-cut": scenario_idempotent_cut}
 
 SCENARIOS["txn-cluster"] = scenario_txn_cluster
+if libversion()[1] >= CONSUMER_PROTOCOL_LIBRDKAFKA:
+    SCENARIOS["group-consumer"] = scenario_group_consumer
 
 if __name__ == "__main__":
     sys.exit(scenario_main.main(sys.argv, SCENARIOS, "confluent-kafka", confluent_kafka.__version__,

@@ -24,6 +24,14 @@ REBALANCE_TIMEOUT_MS = 20_000
 # group.initial.rebalance.delay.ms, 3 s by default), and to consume one step's messages.
 JOIN_TIMEOUT_S = 15.0
 CONSUME_TIMEOUT_S = 10.0
+# group-consumer: the same plan on the consumer rebalance protocol (KIP-848). The broker
+# assigns and sets the heartbeat interval (group.consumer.heartbeat.interval.ms, 5 s by
+# default); a partition moves only after its holder has heard at a heartbeat that it must
+# give it up, has revoked it and said so, and the new holder has heard of it at one of its
+# own heartbeats: about two intervals, plus the broker's session timeout (45 s) only for a
+# member that vanished, which none here does.
+CONSUMER_JOIN_TIMEOUT_S = 40.0
+CONSUMER_LEAVE_TIMEOUT_S = 30.0
 
 _VALUE = re.compile(rb"^group-message-(\d+)$")
 
