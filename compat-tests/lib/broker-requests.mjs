@@ -2,7 +2,7 @@
 // their oldest (non-flexible) versions so that they work against any broker without a client
 // library: whether a listener serves (ApiVersions v0), which brokers a broker knows of
 // (Metadata v1), a cluster-wide dynamic default (IncrementalAlterConfigs v0) and a broker's
-// view of its configs (DescribeConfigs v0).
+// view of its configs (DescribeConfigs v1, the oldest Apache Kafka 4 serves).
 //
 //   await apiVersions({ port: 40100 })       // { errorCode: 0, apiKeys: [{ apiKey: 0, minVersion: 0, maxVersion: 11 }, ...] }
 //   await metadataBrokers({ port: 40100 })   // [{ nodeId: 1, host: '127.0.0.1', port: 40100 }, ...]
@@ -166,7 +166,9 @@ export async function alterClusterDefaults(address, entries, timeoutMs) {
 export async function describeBrokerConfigs(address, nodeId, names, timeoutMs) {
   const out = new Out().int32(1).int8(RESOURCE_BROKER).string(String(nodeId)).int32(names.length);
   for (const name of names) out.string(name);
-  const r = new In(await request(address, DESCRIBE_CONFIGS, 0, out.bytes(), timeoutMs));
+  out.int8(0); // include_synonyms
+  // v1: Apache Kafka 4 no longer serves v0.
+  const r = new In(await request(address, DESCRIBE_CONFIGS, 1, out.bytes(), timeoutMs));
   r.int32(); // throttle
   const values = new Map();
   r.array(() => {
@@ -179,8 +181,9 @@ export async function describeBrokerConfigs(address, nodeId, names, timeoutMs) {
       const name = r.string();
       const value = r.string();
       r.int8(); // read_only
-      r.int8(); // is_default
+      r.int8(); // config_source
       r.int8(); // is_sensitive
+      r.array(() => [r.string(), r.string(), r.int8()]); // synonyms (none asked for)
       values.set(name, value);
     });
   });
@@ -189,7 +192,7 @@ export async function describeBrokerConfigs(address, nodeId, names, timeoutMs) {
 
 /**
  * What the broker at `address` knows of `topic` (Metadata v4, never auto-creating it):
- * { errorCode, partitions: [{ partitionIndex, errorCode, leaderId }] }.
+ * { errorCode, partitions: [{ partitionIndex, errorCode, leaderId, replicas, isr }] }.
  */
 export async function topicMetadata(address, topic, timeoutMs) {
   const body = await request(address, METADATA, 4, new Out().int32(1).string(topic).int8(0).bytes(), timeoutMs);
@@ -209,8 +212,8 @@ export async function topicMetadata(address, topic, timeoutMs) {
     internal: r.int8(),
     partitions: r.array(() => {
       const p = { errorCode: r.int16(), partitionIndex: r.int32(), leaderId: r.int32() };
-      r.array(() => r.int32()); // replicas
-      r.array(() => r.int32()); // isr
+      p.replicas = r.array(() => r.int32());
+      p.isr = r.array(() => r.int32());
       return p;
     }),
   }));

@@ -1,0 +1,482 @@
+// Apache Kafka's own command-line tools (target/lib, resolved by `run install`) against a
+// broker: each tool runs in its own JVM, as a person would run kafka-topics.sh or
+// kafka-consumer-groups.sh, and its printed output is parsed and checked.
+//
+// Usage: node scenarios.mjs <scenario> <host:port>
+//
+// group-consumer: while kafka-console-consumer (group.protocol=consumer) holds a group,
+// kafka-topics --describe, kafka-consumer-groups --describe (offsets, members, state) and
+// --list must show the topic and the group as they are; then the consumer reads the rest
+// and exits, and the group's committed offsets and lag must follow. See README.md.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describeBrokerConfigs, metadataBrokers, topicMetadata, waitForTopic } from '../lib/broker-requests.mjs';
+import { expect, runScenarios, ScenarioFailure } from '../lib/scenario.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const LIB = path.join(HERE, 'target', 'lib');
+const VERSION = process.env.KAFKA_TOOLS_VERSION ?? '4.4.0';
+
+const TOPIC_COMMAND = 'org.apache.kafka.tools.TopicCommand';
+const GROUP_COMMAND = 'org.apache.kafka.tools.consumer.group.ConsumerGroupCommand';
+const CONSOLE_PRODUCER = 'org.apache.kafka.tools.ConsoleProducer';
+const CONSOLE_CONSUMER = 'org.apache.kafka.tools.consumer.ConsoleConsumer';
+const GET_OFFSETS = 'org.apache.kafka.tools.GetOffsetShell';
+
+const PARTITIONS = 3;
+// Records produced before the consumer starts, while it holds the group (it then exits
+// having read FIRST + SECOND), and after it left (the lag the group must show).
+const FIRST = 30;
+const SECOND = 10;
+const THIRD = 9;
+const RETENTION_MS = '3600000';
+const CLIENT_ID = 'compat-tools-consumer';
+// One tool's JVM, from start to exit.
+const TOOL_TIMEOUT_MS = 30_000;
+// The admin tools' own bounds (--command-config), under TOOL_TIMEOUT_MS.
+const ADMIN_TIMEOUT_MS = 15_000;
+// The console consumer joining and reading FIRST; reading SECOND and exiting.
+const JOIN_TIMEOUT_MS = 40_000;
+const FINISH_TIMEOUT_MS = 30_000;
+// Auto commit runs every AUTO_COMMIT_MS; describing the group waits this long for it.
+const AUTO_COMMIT_MS = 500;
+const COMMIT_TIMEOUT_MS = 15_000;
+// The whole scenario, under run's 110 s and the matrix's 120 s for it.
+const SCENARIO_TIMEOUT_MS = 100_000;
+
+const JVM_FLAGS = ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-Xshare:auto', '-Xms64m', '-Xmx256m'];
+
+const started = Date.now();
+// Inside wave(), each task's lines are kept and printed after the wave, task by task.
+const buffered = new AsyncLocalStorage();
+const say = (text) => {
+  const lines = buffered.getStore();
+  if (lines) lines.push(text);
+  else console.log(text);
+};
+const log = (line) => say(`  +${((Date.now() - started) / 1000).toFixed(2)} s ${line}`);
+
+/** Runs tasks side by side (tools that only read); prints their lines in task order; the first failure fails it. */
+async function wave(tasks) {
+  const outputs = tasks.map(() => []);
+  const results = await Promise.allSettled(tasks.map((task, i) => buffered.run(outputs[i], task)));
+  for (const lines of outputs) for (const line of lines) console.log(line);
+  const failed = results.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((r) => r.value);
+}
+const indent = (text) => text.replace(/\s+$/, '').split('\n').map((l) => `    | ${l}`).join('\n');
+
+/** The java command line for a tool class. */
+function javaArgs(cls, args) {
+  return [...JVM_FLAGS, `-Dlog4j2.configurationFile=${path.join(HERE, 'log4j2.properties')}`, '-cp', `${LIB}/*`, cls, ...args];
+}
+
+// Tools still running when this process exits (a failed or timed-out scenario) are killed.
+const live = new Set();
+process.on('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+/** Starts a tool; `onLine(line)` sees each line of its stdout as it comes. */
+function startTool(cls, args, { input, onLine, timeoutMs = TOOL_TIMEOUT_MS } = {}) {
+  const child = spawn('java', javaArgs(cls, args), { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  let partial = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk) => {
+    stdout += chunk;
+    if (!onLine) return;
+    partial += chunk;
+    const lines = partial.split('\n');
+    partial = lines.pop();
+    for (const line of lines) onLine(line);
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk) => {
+    stderr += chunk;
+  });
+  child.stdin.on('error', () => {});
+  child.stdin.end(input ?? '');
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGKILL');
+  }, timeoutMs);
+  const done = new Promise((resolve) => {
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      resolve({ code: null, stdout, stderr: `${stderr}${err.message}\n`, timedOut });
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, timedOut });
+    });
+  });
+  live.add(child);
+  child.once('close', () => live.delete(child));
+  return { child, done, output: () => ({ stdout, stderr }) };
+}
+
+/** What a tool printed, for a failure message. */
+function shown({ stdout, stderr }) {
+  const parts = [];
+  if (stdout.trim()) parts.push(`stdout:\n${indent(stdout.slice(-3000))}`);
+  if (stderr.trim()) parts.push(`stderr:\n${indent(stderr.slice(-3000))}`);
+  return parts.join('\n') || '(printed nothing)';
+}
+
+/** Runs a tool to its end; fails unless it exits 0. Returns its stdout and stderr. */
+async function tool(name, cls, args, options = {}) {
+  const t0 = Date.now();
+  const result = await startTool(cls, args, options).done;
+  if (result.timedOut) throw new ScenarioFailure(`${name}: no exit within ${options.timeoutMs ?? TOOL_TIMEOUT_MS} ms\n${shown(result)}`);
+  if (result.code !== 0) throw new ScenarioFailure(`${name}: exit ${result.code}\n${shown(result)}`);
+  log(`${name} (${Date.now() - t0} ms)`);
+  return result;
+}
+
+/** Prints a tool's table, indented. */
+function print(text) {
+  const body = text.replace(/^\s*\n/, '').replace(/\s+$/, '');
+  if (body) say(indent(body));
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Rows of a whitespace-separated table whose header starts with `first`: [{ COLUMN: value }]. */
+function table(text, first) {
+  const lines = text.split('\n').filter((l) => l.trim());
+  const at = lines.findIndex((l) => l.trim().split(/\s+/)[0] === first);
+  if (at < 0) return null;
+  const columns = lines[at].trim().split(/\s+/);
+  return lines.slice(at + 1).map((line) => {
+    const cells = line.trim().split(/\s+/);
+    return Object.fromEntries(columns.map((c, i) => [c, cells[i]]));
+  });
+}
+
+const nodes = (s) => (s === undefined || s === '' || s === 'N/A' ? [] : s.split(',').map(Number));
+const sameSet = (a, b) => a.length === b.length && [...a].sort().join() === [...b].sort().join();
+
+// ---------------------------------------------------------------------------
+
+/** kafka-topics --describe: the topic line and one line per partition. */
+function parseTopicDescription(text, topic) {
+  const field = (line, name) => {
+    const m = new RegExp(`(?:^|\\t)\\s*${name}: ?([^\\t]*)`).exec(line);
+    return m ? m[1].trim() : undefined;
+  };
+  const lines = text.split('\n').filter((l) => l.includes(`Topic: ${topic}`));
+  const head = lines.find((l) => !/\bPartition: /.test(l));
+  expect(head, `kafka-topics --describe printed no line for topic ${topic}`);
+  const partitions = lines
+    .filter((l) => /\bPartition: /.test(l))
+    .map((l) => ({
+      partition: Number(field(l, 'Partition')),
+      leader: Number(field(l, 'Leader')),
+      replicas: nodes(field(l, 'Replicas')),
+      isr: nodes(field(l, 'Isr')),
+      elr: field(l, 'Elr'),
+      lastKnownElr: field(l, 'LastKnownElr'),
+    }));
+  return {
+    topicId: field(head, 'TopicId'),
+    partitionCount: Number(field(head, 'PartitionCount')),
+    replicationFactor: Number(field(head, 'ReplicationFactor')),
+    configs: field(head, 'Configs') ?? '',
+    partitions,
+  };
+}
+
+async function checkTopicDescription(bootstrap, topic, admin, replicationFactor) {
+  const { stdout } = await tool('kafka-topics --describe', TOPIC_COMMAND, [...admin, '--describe', '--topic', topic]);
+  print(stdout);
+  const d = parseTopicDescription(stdout, topic);
+  expect(d.partitionCount === PARTITIONS, `PartitionCount ${d.partitionCount}, expected ${PARTITIONS}`);
+  expect(d.replicationFactor === replicationFactor, `ReplicationFactor ${d.replicationFactor}, expected the broker's default.replication.factor ${replicationFactor}`);
+  expect(/^[A-Za-z0-9_-]{22}$/.test(d.topicId ?? '') && d.topicId !== 'AAAAAAAAAAAAAAAAAAAAAA', `TopicId ${d.topicId}, expected a non-zero topic id`);
+  expect(d.configs.split(',').includes(`retention.ms=${RETENTION_MS}`), `Configs "${d.configs}" lack retention.ms=${RETENTION_MS}`);
+  const seen = d.partitions.map((p) => p.partition).sort((a, b) => a - b);
+  expect(seen.join() === '0,1,2', `partition lines for [${seen}], expected [0,1,2]`);
+  // The broker's own Metadata is what the tool must agree with.
+  const meta = await topicMetadata(hostPort(bootstrap), topic, 5_000);
+  for (const p of d.partitions) {
+    const what = `partition ${p.partition}`;
+    expect(p.replicas.length === replicationFactor && new Set(p.replicas).size === p.replicas.length,
+      `${what}: Replicas ${p.replicas}, expected ${replicationFactor} distinct brokers`);
+    expect(p.replicas.includes(p.leader), `${what}: Leader ${p.leader} is not one of Replicas ${p.replicas}`);
+    // A new topic with every broker up has every replica in sync, and nothing else.
+    expect(sameSet(p.isr, p.replicas), `${what}: Isr ${p.isr}, expected the replicas ${p.replicas}`);
+    // Eligible leader replicas (KIP-966) are only ever replicas out of the ISR: none here.
+    expect(nodes(p.elr).length === 0 && nodes(p.lastKnownElr).length === 0, `${what}: Elr "${p.elr}", LastKnownElr "${p.lastKnownElr}", expected none`);
+    const m = meta.partitions.find((x) => x.partitionIndex === p.partition);
+    expect(m, `${what}: not in the broker's Metadata`);
+    expect(m.leaderId === p.leader, `${what}: Leader ${p.leader}, the broker's Metadata says ${m.leaderId}`);
+    expect(sameSet(m.replicas, p.replicas) && sameSet(m.isr, p.isr),
+      `${what}: Replicas ${p.replicas} Isr ${p.isr}, the broker's Metadata says ${m.replicas} and ${m.isr}`);
+  }
+  log(`topic: ${d.partitionCount} partitions, replication factor ${d.replicationFactor}, id ${d.topicId}, `
+    + `leaders ${d.partitions.map((p) => `${p.partition}:${p.leader}`).join(' ')}, Elr shown as "${d.partitions[0].elr}"`);
+}
+
+function hostPort(bootstrap) {
+  const i = bootstrap.lastIndexOf(':');
+  return { host: bootstrap.slice(0, i), port: Number(bootstrap.slice(i + 1)) };
+}
+
+/** kafka-console-producer: keyed records key-i / tools-message-i for i in [from, to). */
+async function produce(bootstrap, topic, from, to) {
+  let input = '';
+  for (let i = from; i < to; i++) input += `key-${i}:tools-message-${i}\n`;
+  await tool(`kafka-console-producer ${from}..${to - 1}`, CONSOLE_PRODUCER, [
+    '--bootstrap-server', bootstrap, '--topic', topic,
+    '--command-property', 'acks=all', '--command-property', 'linger.ms=5',
+    '--reader-property', 'parse.key=true', '--reader-property', 'key.separator=:',
+  ], { input });
+}
+
+/** kafka-get-offsets: { partition: end offset }; their sum must be `total`. */
+async function endOffsets(bootstrap, topic, total) {
+  const { stdout } = await tool('kafka-get-offsets', GET_OFFSETS, ['--bootstrap-server', bootstrap, '--topic', topic]);
+  const ends = {};
+  for (const line of stdout.split('\n')) {
+    const m = /^(.+):(\d+):(-?\d+)$/.exec(line.trim());
+    if (m && m[1] === topic) ends[Number(m[2])] = Number(m[3]);
+  }
+  const sum = Object.values(ends).reduce((a, b) => a + b, 0);
+  expect(Object.keys(ends).length === PARTITIONS && sum === total,
+    `kafka-get-offsets gave ${JSON.stringify(ends)}, expected ${PARTITIONS} partitions ending at ${total} records in all`);
+  log(`end offsets ${JSON.stringify(ends)}`);
+  return ends;
+}
+
+/** kafka-consumer-groups --describe (offsets): its rows for `topic`, checked against `want`. */
+function checkOffsets(text, group, topic, want, { active }) {
+  const rows = (table(text, 'GROUP') ?? []).filter((r) => r.TOPIC === topic);
+  const problems = [];
+  if (rows.length !== PARTITIONS) problems.push(`${rows.length} rows for ${topic}, expected ${PARTITIONS}`);
+  for (const r of rows) {
+    const p = Number(r.PARTITION);
+    const { committed, end } = want[p] ?? {};
+    if (r.GROUP !== group) problems.push(`partition ${p}: GROUP ${r.GROUP}`);
+    if (Number(r['CURRENT-OFFSET']) !== committed) problems.push(`partition ${p}: CURRENT-OFFSET ${r['CURRENT-OFFSET']}, expected ${committed}`);
+    if (Number(r['LOG-END-OFFSET']) !== end) problems.push(`partition ${p}: LOG-END-OFFSET ${r['LOG-END-OFFSET']}, expected ${end}`);
+    if (Number(r.LAG) !== end - committed) problems.push(`partition ${p}: LAG ${r.LAG}, expected ${end - committed}`);
+    if (active) {
+      if (!/^[A-Za-z0-9_-]{22}$/.test(r['CONSUMER-ID'] ?? '')) problems.push(`partition ${p}: CONSUMER-ID ${r['CONSUMER-ID']}, expected a member id`);
+      if (r.HOST !== '/127.0.0.1') problems.push(`partition ${p}: HOST ${r.HOST}, expected /127.0.0.1`);
+      if (r['CLIENT-ID'] !== CLIENT_ID) problems.push(`partition ${p}: CLIENT-ID ${r['CLIENT-ID']}, expected ${CLIENT_ID}`);
+    } else if (r['CONSUMER-ID'] !== '-' || r.HOST !== '-' || r['CLIENT-ID'] !== '-') {
+      problems.push(`partition ${p}: CONSUMER-ID ${r['CONSUMER-ID']} HOST ${r.HOST} CLIENT-ID ${r['CLIENT-ID']}, expected - - - (no member)`);
+    }
+  }
+  const members = new Set(rows.map((r) => r['CONSUMER-ID']));
+  if (active && members.size !== 1) problems.push(`CONSUMER-ID ${[...members].join(', ')}, expected one member holding every partition`);
+  return { problems, memberId: [...members][0] };
+}
+
+/** Describes the group's offsets until they are `want` (auto commit runs every AUTO_COMMIT_MS). */
+async function describeOffsets(admin, group, topic, want, opts) {
+  const deadline = Date.now() + COMMIT_TIMEOUT_MS;
+  for (;;) {
+    const result = await tool('kafka-consumer-groups --describe', GROUP_COMMAND, [...admin, '--describe', '--group', group]);
+    const got = checkOffsets(result.stdout, group, topic, want, opts);
+    if (got.problems.length === 0 || Date.now() > deadline) {
+      print(result.stdout);
+      if (result.stderr.trim()) print(result.stderr);
+      expect(got.problems.length === 0, `kafka-consumer-groups --describe --group ${group}:\n    ${got.problems.join('\n    ')}`);
+      return { ...got, stderr: result.stderr };
+    }
+    await sleep(AUTO_COMMIT_MS);
+  }
+}
+
+/** kafka-consumer-groups --describe --state: { coordinator: {host, port, id}, strategy, state, members }. */
+async function describeState(admin, group) {
+  const { stdout } = await tool('kafka-consumer-groups --describe --state', GROUP_COMMAND, [...admin, '--describe', '--group', group, '--state']);
+  print(stdout);
+  const line = stdout.split('\n').find((l) => l.trim().startsWith(`${group} `));
+  const m = line && /^\S+\s+(\S+):(\d+)\s+\((-?\d+)\)\s+(\S*)\s+(\S+)\s+(\d+)\s*$/.exec(line.trim());
+  expect(m, `kafka-consumer-groups --describe --state printed no parsable line for ${group}`);
+  return { coordinator: { host: m[1], port: Number(m[2]), id: Number(m[3]) }, strategy: m[4], state: m[5], members: Number(m[6]) };
+}
+
+/** kafka-consumer-groups --list --type [types]: { group: TYPE }. */
+async function listTypes(admin, types) {
+  const args = [...admin, '--list', '--type', ...(types ? [types] : [])];
+  const { stdout } = await tool(`kafka-consumer-groups --list --type${types ? ` ${types}` : ''}`, GROUP_COMMAND, args);
+  return Object.fromEntries((table(stdout, 'GROUP') ?? []).map((r) => [r.GROUP, r.TYPE]));
+}
+
+async function scenarioGroupConsumer(bootstrap) {
+  const stamp = `${Date.now()}-${process.pid}`;
+  const topic = `compat-tools-${stamp}`;
+  const group = `compat-tools-${stamp}`;
+  const dir = mkdtempSync(path.join(tmpdir(), 'compat-tools-'));
+  let consumer;
+  try {
+    // The admin tools' bounds, so that a broker that does not answer fails the tool, not the scenario.
+    const adminConfig = path.join(dir, 'admin.properties');
+    writeFileSync(adminConfig, `request.timeout.ms=${ADMIN_TIMEOUT_MS - 5_000}\ndefault.api.timeout.ms=${ADMIN_TIMEOUT_MS}\n`);
+    const admin = ['--bootstrap-server', bootstrap, '--command-config', adminConfig];
+    const brokers = await metadataBrokers(hostPort(bootstrap), 5_000);
+    const first = brokers.find((b) => `${b.host}:${b.port}` === bootstrap) ?? brokers[0];
+    const rf = Number((await describeBrokerConfigs(hostPort(bootstrap), first.nodeId, ['default.replication.factor'], 5_000)).get('default.replication.factor'));
+    log(`${brokers.length} broker(s): ${brokers.map((b) => `${b.nodeId}@${b.host}:${b.port}`).join(' ')}; default.replication.factor ${rf}`);
+    log(`topic ${topic}, group ${group}`);
+
+    // kafka-topics --create without a replication factor: the broker's default.
+    const created = await tool('kafka-topics --create', TOPIC_COMMAND,
+      [...admin, '--create', '--topic', topic, '--partitions', String(PARTITIONS), '--config', `retention.ms=${RETENTION_MS}`]);
+    expect(created.stdout.includes(`Created topic ${topic}.`), `kafka-topics --create printed "${created.stdout.trim()}", expected "Created topic ${topic}."`);
+    await waitForTopic(bootstrap, topic, PARTITIONS);
+
+    await produce(bootstrap, topic, 0, FIRST);
+
+    // The console consumer: a group member of the consumer protocol that reads FIRST + SECOND records and exits.
+    const records = [];
+    const consumerT0 = Date.now();
+    consumer = startTool(CONSOLE_CONSUMER, [
+      '--bootstrap-server', bootstrap, '--topic', topic, '--group', group,
+      '--max-messages', String(FIRST + SECOND),
+      '--command-property', 'group.protocol=consumer',
+      '--command-property', 'auto.offset.reset=earliest',
+      '--command-property', `client.id=${CLIENT_ID}`,
+      '--command-property', `auto.commit.interval.ms=${AUTO_COMMIT_MS}`,
+      '--formatter-property', 'print.partition=true', '--formatter-property', 'print.offset=true',
+      '--formatter-property', 'print.key=true',
+    ], { onLine: (line) => records.push(line), timeoutMs: SCENARIO_TIMEOUT_MS });
+    const deadline = Date.now() + JOIN_TIMEOUT_MS;
+    while (records.length < FIRST && consumer.child.exitCode === null) {
+      if (Date.now() > deadline) {
+        throw new ScenarioFailure(`kafka-console-consumer joining and reading: ${records.length} of ${FIRST} records within ${JOIN_TIMEOUT_MS} ms\n${shown(consumer.output())}`);
+      }
+      await sleep(50);
+    }
+    expect(consumer.child.exitCode === null, `kafka-console-consumer exited ${consumer.child.exitCode} after ${records.length} records\n${shown(consumer.output())}`);
+    // Nothing else writes to the topic, so what it read, each partition from offset 0 without
+    // a gap, is each partition's whole log.
+    const firstEnds = checkRecords(records, FIRST);
+    log(`kafka-console-consumer read ${records.length} records ${Date.now() - consumerT0} ms after it started: `
+      + `end offsets ${JSON.stringify(firstEnds)}`);
+
+    // While it holds the group: the topic, the group's offsets, members and state, the
+    // listings. These tools only read, so their JVMs start side by side.
+    const held = Object.fromEntries(Object.entries(firstEnds).map(([p, end]) => [p, { committed: end, end }]));
+    const [, offsets, membersOut, state] = await wave([
+      () => checkTopicDescription(bootstrap, topic, admin, rf),
+      () => describeOffsets(admin, group, topic, held, { active: true }),
+      async () => {
+        const { stdout } = await tool('kafka-consumer-groups --describe --members --verbose', GROUP_COMMAND,
+          [...admin, '--describe', '--group', group, '--members', '--verbose']);
+        print(stdout);
+        return stdout;
+      },
+      () => describeState(admin, group),
+    ]);
+    const { memberId } = offsets;
+    log(`group ${group}: member ${memberId} has committed every partition's end offset, lag 0`);
+    const members = table(membersOut, 'GROUP') ?? [];
+    expect(members.length === 1, `--members --verbose lists ${members.length} members, expected 1`);
+    const m = members[0];
+    const assignment = `${topic}:0,1,2`;
+    expect(m['CONSUMER-ID'] === memberId && m.HOST === '/127.0.0.1' && m['CLIENT-ID'] === CLIENT_ID && m['#PARTITIONS'] === '3',
+      `--members: ${JSON.stringify(m)}, expected ${memberId} /127.0.0.1 ${CLIENT_ID} with 3 partitions`);
+    expect(m['CURRENT-ASSIGNMENT'] === assignment && m['TARGET-ASSIGNMENT'] === assignment,
+      `--members: CURRENT-ASSIGNMENT ${m['CURRENT-ASSIGNMENT']} TARGET-ASSIGNMENT ${m['TARGET-ASSIGNMENT']}, expected ${assignment} for both`);
+    expect(Number(m['CURRENT-EPOCH']) > 0 && m['CURRENT-EPOCH'] === m['TARGET-EPOCH'],
+      `--members: CURRENT-EPOCH ${m['CURRENT-EPOCH']} TARGET-EPOCH ${m['TARGET-EPOCH']}, expected the same epoch above 0`);
+    log(`members: ${memberId} holds ${assignment} at epoch ${m['CURRENT-EPOCH']}, its target`);
+    const coordinator = brokers.find((b) => b.nodeId === state.coordinator.id);
+    expect(coordinator && coordinator.host === state.coordinator.host && coordinator.port === state.coordinator.port,
+      `--state: COORDINATOR ${state.coordinator.host}:${state.coordinator.port} (${state.coordinator.id}) is not one of the brokers`);
+    expect(state.strategy === 'uniform' && state.state === 'Stable' && state.members === 1,
+      `--state: ${state.strategy} ${state.state} ${state.members}, expected uniform Stable 1`);
+    log(`state: coordinator ${state.coordinator.id}, ${state.strategy}, ${state.state}, ${state.members} member`);
+
+    const [listOut, types, classic] = await wave([
+      () => tool('kafka-consumer-groups --list', GROUP_COMMAND, [...admin, '--list']),
+      () => listTypes(admin),
+      () => listTypes(admin, 'classic'),
+    ]);
+    const listed = listOut.stdout.split('\n').map((l) => l.trim());
+    expect(listed.includes(group), `kafka-consumer-groups --list does not list ${group}`);
+    expect(types[group] === 'Consumer', `--list --type shows ${group} with TYPE ${types[group]}, expected Consumer`);
+    expect(!(group in classic), `--list --type classic lists ${group}`);
+    log(`listed: ${group} with TYPE ${types[group]}, not among the classic groups`);
+
+    // The rest: the consumer reads SECOND more, reaches --max-messages and exits, committing on close.
+    await produce(bootstrap, topic, FIRST, FIRST + SECOND);
+    const finished = await Promise.race([consumer.done, sleep(FINISH_TIMEOUT_MS).then(() => null)]);
+    expect(finished, `kafka-console-consumer did not exit within ${FINISH_TIMEOUT_MS} ms of the last records (${records.length} read)\n${shown(consumer.output())}`);
+    expect(finished.code === 0, `kafka-console-consumer exited ${finished.code}\n${shown(finished)}`);
+    expect(finished.stderr.includes(`Processed a total of ${FIRST + SECOND} messages`),
+      `kafka-console-consumer did not say "Processed a total of ${FIRST + SECOND} messages"\n${shown(finished)}`);
+    const ends = checkRecords(records, FIRST + SECOND);
+    log(`kafka-console-consumer read all ${records.length} records, each once, in offset order per partition, and exited: `
+      + `end offsets ${JSON.stringify(ends)}`);
+
+    // After it left: the group is empty, its offsets are where the consumer stopped, THIRD more are its lag.
+    await produce(bootstrap, topic, FIRST + SECOND, FIRST + SECOND + THIRD);
+    const later = await endOffsets(bootstrap, topic, FIRST + SECOND + THIRD);
+    for (const [p, end] of Object.entries(ends)) {
+      expect(later[p] >= end, `kafka-get-offsets: partition ${p} ends at ${later[p]}, before the ${end} records the consumer read`);
+    }
+    const lagging = Object.fromEntries(Object.entries(later).map(([p, end]) => [p, { committed: ends[p], end }]));
+    const [after, stateAfter, typesAfter] = await wave([
+      () => describeOffsets(admin, group, topic, lagging, { active: false }),
+      () => describeState(admin, group),
+      () => listTypes(admin, 'consumer'),
+    ]);
+    expect(after.stderr.includes(`Consumer group '${group}' has no active members.`),
+      `kafka-consumer-groups --describe did not say "Consumer group '${group}' has no active members."`);
+    expect(stateAfter.state === 'Empty' && stateAfter.members === 0 && stateAfter.coordinator.id === state.coordinator.id,
+      `--state after the consumer left: ${stateAfter.state} ${stateAfter.members} coordinator ${stateAfter.coordinator.id}, expected Empty 0 ${state.coordinator.id}`);
+    expect(typesAfter[group] === 'Consumer', `--list --type consumer shows ${group} with TYPE ${typesAfter[group]}, expected Consumer`);
+    log(`after the consumer left: Empty, no members, committed ${JSON.stringify(ends)}, lag ${THIRD} in all, still a Consumer group`);
+  } finally {
+    consumer?.child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The console consumer's lines (Partition:P Offset:O key value): messages 0..total-1 each
+ * once, each partition read from offset 0 in order without a gap. Returns { partition: the
+ * offset after the last one read } for every partition.
+ */
+function checkRecords(lines, total) {
+  const seen = new Map(); // message index -> "p@o"
+  const perPartition = new Map();
+  for (const line of lines) {
+    const m = /^Partition:(\d+)\tOffset:(\d+)\tkey-(\d+)\ttools-message-(\d+)$/.exec(line);
+    if (!m) throw new ScenarioFailure(`kafka-console-consumer printed "${line}", expected Partition:P<TAB>Offset:O<TAB>key-i<TAB>tools-message-i`);
+    const [p, o, k, v] = m.slice(1).map(Number);
+    expect(k === v, `record ${line}: key and value of different messages`);
+    expect(!seen.has(v), `message ${v} read twice (${seen.get(v)} and ${p}@${o})`);
+    seen.set(v, `${p}@${o}`);
+    const offsets = perPartition.get(p) ?? [];
+    offsets.push(o);
+    perPartition.set(p, offsets);
+  }
+  for (let i = 0; i < total; i++) expect(seen.has(i), `message ${i} never read`);
+  expect(seen.size === total, `kafka-console-consumer printed ${seen.size} messages, expected ${total}`);
+  const ends = {};
+  for (let p = 0; p < PARTITIONS; p++) {
+    const offsets = perPartition.get(p) ?? [];
+    expect(offsets.every((o, i) => o === i), `partition ${p}: offsets read ${offsets.join(',')}, expected 0, 1, 2, ... in order`);
+    ends[p] = offsets.length;
+  }
+  return ends;
+}
+
+runScenarios({
+  label: 'kafka-tools',
+  banner: `kafka-tools ${VERSION}`,
+  scenarios: { 'group-consumer': scenarioGroupConsumer },
+  timeoutMs: SCENARIO_TIMEOUT_MS,
+});
