@@ -51,10 +51,10 @@ const SCENARIO_TIMEOUT_MS = 100_000;
 // Short-lived JVMs: the client compiler only, the serial collector, a small heap. The JVM's
 // own warnings go to stderr, so that stdout carries only what the tool prints.
 const JVM_FLAGS = ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-Xms64m', '-Xmx256m', '-Xlog:disable', '-Xlog:all=warning:stderr'];
-// Loading and verifying the tools' classes is most of a tool's start-up. The first run of each
-// tool class that exits 0 leaves a class-data-sharing archive of the classes it loaded
-// (target/cds, see `run`), which later runs map instead; a missing or stale archive only
-// costs that time again.
+// Loading and verifying the tools' classes is most of a tool's start-up. `run install` leaves a
+// class-data-sharing archive per tool class (target/cds, made by `node scenarios.mjs
+// --archive`), which every run maps instead; where one is missing, the first run of that class
+// that exits 0 writes it. A stale archive only costs that time again (the JVM warns on stderr).
 const CDS_DIR = path.join(HERE, 'target', 'cds');
 
 const started = Date.now();
@@ -89,8 +89,8 @@ const CLASSPATH = readdirSync(LIB).filter((f) => f.endsWith('.jar')).sort().map(
 // Tool classes whose archive a run of this process is writing: one at a time per class.
 const archiving = new Set();
 
-/** The archive options for a tool class, and what to do once it has exited. */
-function cdsFor(cls) {
+/** The archive options for a tool class, and what to do once it has exited (`keep` even on a non-zero exit). */
+function cdsFor(cls, keep = false) {
   const archive = path.join(CDS_DIR, `${cls}.jsa`);
   if (existsSync(archive)) return { flags: [`-XX:SharedArchiveFile=${archive}`], done: () => {} };
   if (archiving.has(cls)) return { flags: [], done: () => {} };
@@ -104,7 +104,7 @@ function cdsFor(cls) {
     done: (code) => {
       archiving.delete(cls);
       try {
-        if (code === 0 && existsSync(partial) && !existsSync(archive)) renameSync(partial, archive);
+        if ((code === 0 || keep) && existsSync(partial) && !existsSync(archive)) renameSync(partial, archive);
       } finally {
         rmSync(partial, { force: true });
       }
@@ -119,8 +119,8 @@ process.on('exit', () => {
 });
 
 /** Starts a tool; `onLine(line)` sees each line of its stdout as it comes. */
-function startTool(cls, args, { input, onLine, timeoutMs = TOOL_TIMEOUT_MS } = {}) {
-  const cds = cdsFor(cls);
+function startTool(cls, args, { input, onLine, timeoutMs = TOOL_TIMEOUT_MS, archive = false } = {}) {
+  const cds = cdsFor(cls, archive);
   const child = spawn('java', javaArgs(cls, args, cds.flags), { stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -503,9 +503,45 @@ function checkRecords(lines, total) {
   return ends;
 }
 
-runScenarios({
-  label: 'kafka-tools',
-  banner: `kafka-tools ${VERSION}`,
-  scenarios: { 'group-consumer': scenarioGroupConsumer },
-  timeoutMs: SCENARIO_TIMEOUT_MS,
-});
+/**
+ * `run install`: a class-data archive for each tool class the scenarios use, written by one
+ * run of it against a loopback port where nothing listens (port 1). The tool gets as far as
+ * its clients' first requests, which load most of the classes a real run does, gives up
+ * within a few seconds (the timeouts below) and exits; the archive is kept whatever its exit.
+ */
+async function makeArchives() {
+  const dir = mkdtempSync(path.join(tmpdir(), 'compat-tools-'));
+  const nowhere = '127.0.0.1:1';
+  try {
+    const adminConfig = path.join(dir, 'admin.properties');
+    writeFileSync(adminConfig, 'request.timeout.ms=1000\ndefault.api.timeout.ms=2000\n');
+    const runs = [
+      [TOPIC_COMMAND, ['--bootstrap-server', nowhere, '--command-config', adminConfig, '--describe', '--topic', 'none']],
+      [GROUP_COMMAND, ['--bootstrap-server', nowhere, '--command-config', adminConfig, '--describe', '--group', 'none', '--timeout', '2000']],
+      [GET_OFFSETS, ['--bootstrap-server', nowhere, '--command-config', adminConfig, '--topic', 'none']],
+      [CONSOLE_PRODUCER, ['--bootstrap-server', nowhere, '--topic', 'none', '--command-property', 'max.block.ms=1000',
+        '--reader-property', 'parse.key=true', '--reader-property', 'key.separator=:']],
+      [CONSOLE_CONSUMER, ['--bootstrap-server', nowhere, '--topic', 'none', '--group', 'none', '--timeout-ms', '2000',
+        '--command-property', 'group.protocol=consumer', '--command-property', 'default.api.timeout.ms=2000']],
+    ];
+    for (const [cls, args] of runs) {
+      const t0 = Date.now();
+      const result = await startTool(cls, args, { input: 'key:value\n', archive: true, timeoutMs: 60_000 }).done;
+      const made = existsSync(path.join(CDS_DIR, `${cls}.jsa`));
+      console.log(`kafka-tools: ${made ? 'archived' : 'could not archive'} ${cls} (${Date.now() - t0} ms${result.timedOut ? ', killed' : ''})`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === '--archive') {
+  await makeArchives();
+} else {
+  runScenarios({
+    label: 'kafka-tools',
+    banner: `kafka-tools ${VERSION}`,
+    scenarios: { 'group-consumer': scenarioGroupConsumer },
+    timeoutMs: SCENARIO_TIMEOUT_MS,
+  });
+}
