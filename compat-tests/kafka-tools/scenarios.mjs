@@ -3,6 +3,7 @@
 // kafka-consumer-groups.sh, and its printed output is parsed and checked.
 //
 // Usage: node scenarios.mjs <scenario> <host:port>
+//        node scenarios.mjs --archive     (run install: the class-data archives, see README.md)
 //
 // group-consumer: while kafka-console-consumer (group.protocol=consumer) holds a group,
 // kafka-topics --describe, kafka-consumer-groups --describe (offsets, members, state) and
@@ -42,7 +43,8 @@ const ADMIN_TIMEOUT_MS = 15_000;
 // The console consumer joining and reading FIRST; reading SECOND and exiting.
 const JOIN_TIMEOUT_MS = 40_000;
 const FINISH_TIMEOUT_MS = 30_000;
-// Auto commit runs every AUTO_COMMIT_MS; describing the group waits this long for it.
+// The console consumer commits every AUTO_COMMIT_MS; the group is described again until its
+// offsets are the expected ones, for up to COMMIT_TIMEOUT_MS.
 const AUTO_COMMIT_MS = 500;
 const COMMIT_TIMEOUT_MS = 15_000;
 // The whole scenario, under run's 110 s and the matrix's 120 s for it.
@@ -343,10 +345,9 @@ async function describeState(admin, group) {
   return { coordinator: { host: m[1], port: Number(m[2]), id: Number(m[3]) }, strategy: m[4], state: m[5], members: Number(m[6]) };
 }
 
-/** kafka-consumer-groups --list --type [types]: { group: TYPE }. */
-async function listTypes(admin, types) {
-  const args = [...admin, '--list', '--type', ...(types ? [types] : [])];
-  const { stdout } = await tool(`kafka-consumer-groups --list --type${types ? ` ${types}` : ''}`, GROUP_COMMAND, args);
+/** kafka-consumer-groups --list --type: { group: TYPE } for every group. */
+async function listTypes(admin) {
+  const { stdout } = await tool('kafka-consumer-groups --list --type', GROUP_COMMAND, [...admin, '--list', '--type']);
   return Object.fromEntries((table(stdout, 'GROUP') ?? []).map((r) => [r.GROUP, r.TYPE]));
 }
 
