@@ -47,7 +47,7 @@ const FINISH_TIMEOUT_MS = 30_000;
 // offsets are the expected ones, for up to COMMIT_TIMEOUT_MS.
 const AUTO_COMMIT_MS = 500;
 const COMMIT_TIMEOUT_MS = 15_000;
-// The whole scenario, under run's 110 s and the matrix's 120 s for it.
+// The whole scenario, under run's 110 s and the matrix's 140 s for it.
 const SCENARIO_TIMEOUT_MS = 100_000;
 
 // Short-lived JVMs: the client compiler only, the serial collector, a small heap. The JVM's
@@ -251,8 +251,10 @@ async function checkTopicDescription(bootstrap, topic, admin, replicationFactor)
     expect(p.replicas.includes(p.leader), `${what}: Leader ${p.leader} is not one of Replicas ${p.replicas}`);
     // A new topic with every broker up has every replica in sync, and nothing else.
     expect(sameSet(p.isr, p.replicas), `${what}: Isr ${p.isr}, expected the replicas ${p.replicas}`);
-    // Eligible leader replicas (KIP-966) are only ever replicas out of the ISR: none here.
-    expect(nodes(p.elr).length === 0 && nodes(p.lastKnownElr).length === 0, `${what}: Elr "${p.elr}", LastKnownElr "${p.lastKnownElr}", expected none`);
+    // Eligible leader replicas (KIP-966) are only ever replicas out of the ISR: none here. The
+    // tool shows them empty from DescribeTopicPartitions and N/A where it had to fall back to
+    // Metadata (a broker without DescribeTopicPartitions), which Kafka 4.4 is not.
+    expect(p.elr === '' && p.lastKnownElr === '', `${what}: Elr "${p.elr}", LastKnownElr "${p.lastKnownElr}", expected both empty`);
     const m = meta.partitions.find((x) => x.partitionIndex === p.partition);
     expect(m, `${what}: not in the broker's Metadata`);
     expect(m.leaderId === p.leader, `${what}: Leader ${p.leader}, the broker's Metadata says ${m.leaderId}`);
