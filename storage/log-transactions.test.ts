@@ -315,7 +315,7 @@ describe('transactions v2 markers (KIP-890)', () => {
     ok(log.append(batch(7n, 3, 0, 2, { transactional: true })));
     const late = log.appendControlMarker({ producerId: 7n, producerEpoch: 3, coordinatorEpoch: 1, commit: true, transactionVersion: 2 });
     expect(late).toMatchObject({ ok: false, errorCode: ErrorCode.INVALID_PRODUCER_EPOCH });
-    // Version 0 markers keep the old rule: the same epoch ends the transaction.
+    // A version 2 marker at the epoch above the data ends the transaction.
     const end = log.appendControlMarker({ producerId: 7n, producerEpoch: 4, coordinatorEpoch: 1, commit: true, transactionVersion: 2 });
     expect(end.ok).toBe(true);
     expect(log.activeProducers().find((p) => p.producerId === 7n)).toMatchObject({ producerEpoch: 4, currentTxnStartOffset: -1n });

@@ -149,7 +149,8 @@ describe('consumer groups (KIP-848): ConsumerGroupHeartbeat', () => {
     c.consumerGroupHeartbeat(beat('A', 2, [0, 1, 2]));
     c.consumerGroupHeartbeat(beat('B', 3, []));
     expect(c.consumerGroup('g')!.state).toBe('Stable');
-    // Most of both sessions gone before the restart; the coordinator that loads the group starts them again.
+    // Most of both sessions gone before the restart; the coordinator that loads the group starts them again
+    // (the clock goes on across the restart: A's old session would have run out 5 s after it).
     h.timer.advance(40_000);
     const loaded: [Record<string, unknown>, string][] = [];
     const again = h.restart({ info: (obj: object, msg: string) => loaded.push([obj as Record<string, unknown>, msg]), warn: () => {} });
@@ -218,6 +219,35 @@ describe('consumer groups (KIP-848): ConsumerGroupHeartbeat', () => {
   });
 });
 
+describe('consumer groups (KIP-848): offset expiry', () => {
+  it('keeps offsets of subscribed topics, expires the others from their commit, and deletes an empty group left without offsets', () => {
+    const h = setup({ consumerAssignmentIntervalMs: 0, offsetsRetentionMs: 60_000, consumerSessionTimeoutMs: 600_000 });
+    const c = h.coordinator;
+    c.consumerGroupHeartbeat(join('A'));
+    const commit = (topic: string) =>
+      c.commitOffsets({
+        groupId: 'g',
+        generationId: 2,
+        memberId: 'A',
+        groupInstanceId: null,
+        retentionTimeMs: -1n,
+        groupIdNotFoundKnown: true,
+        topics: [{ name: topic, partitions: [{ partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] }],
+      })[0]!.partitions[0]!.errorCode;
+    expect([commit('t'), commit('gone')]).toEqual([0, 0]);
+    h.timer.advance(61_000);
+    c.expireOffsets();
+    const offsetOf = (topic: string) => c.fetchOffsets('g', [{ name: topic, partitionIndexes: [0] }]).topics[0]!.partitions[0]!.committedOffset;
+    // A subscribes to t: its offset stays; the other topic's expired.
+    expect([offsetOf('t'), offsetOf('gone')]).toEqual([5n, -1n]);
+    c.consumerGroupHeartbeat(beat('A', -1));
+    c.expireOffsets();
+    expect(offsetOf('t')).toBe(-1n);
+    expect(c.describeConsumerGroup('g').errorCode).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+    expect(h.restart().coordinator.describeConsumerGroup('g').errorCode).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+  });
+});
+
 describe('consumer groups (KIP-848): static members and regular expressions', () => {
   it('keeps a static member\'s partitions over a temporary leave, for the member that takes its instance id, without a new group epoch', () => {
     const h = setup({ consumerAssignmentIntervalMs: 0 });
@@ -226,7 +256,7 @@ describe('consumer groups (KIP-848): static members and regular expressions', ()
     const left = c.consumerGroupHeartbeat(join('A1', { memberEpoch: -2, instanceId: 'i-a', rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: null }));
     expect([left.errorCode, left.memberId, left.memberEpoch]).toEqual([0, 'A1', -2]);
     expect(c.consumerGroup('g')).toMatchObject({ groupEpoch: 2, state: 'Reconciling' });
-    // Another process with the instance id while the holder is not away: refused.
+    // Another process takes the instance id over while its holder is away: it gets the partitions at once.
     const back = c.consumerGroupHeartbeat(join('A2', { instanceId: 'i-a' }));
     expect([back.errorCode, back.memberEpoch, parts(back)]).toEqual([0, 2, [0, 1, 2, 3, 4, 5]]);
     expect(c.consumerGroup('g')).toMatchObject({ groupEpoch: 2, state: 'Stable' });

@@ -1568,6 +1568,33 @@ export class GroupCoordinator {
           deleted.push(groupId);
         }
       }
+      // Consumer groups (KIP-848): offsets of topics no member subscribes to expire counted from their commit;
+      // an empty group left without offsets is deleted.
+      const image = this.metadata.image();
+      const deletedConsumer: string[] = [];
+      for (const [groupId, group] of shard.consumerGroups) {
+        const subscribed = new Set([...group.members.values()].flatMap((m) => subscribedTopicIds(image, m)));
+        let allExpired = true;
+        for (const [topic, byPartition] of shard.offsetsOf(groupId) ?? []) {
+          const id = image.topics.get(topic)?.topicId;
+          if (id !== undefined && subscribed.has(id)) {
+            allExpired = false;
+            continue;
+          }
+          for (const [partition, o] of byPartition) {
+            const gone = o.expireTimestampMs !== null ? now >= o.expireTimestampMs : now - o.commitTimestampMs >= this.config.offsetsRetentionMs;
+            if (gone && !shard.hasPendingOffset(groupId, topic, partition)) {
+              records.push(offsetCommitRecord(groupId, topic, partition, null));
+              expired.push({ groupId, topic, partition });
+            } else allExpired = false;
+          }
+        }
+        if (allExpired && group.members.size === 0 && !shard.hasOpenTransactions(groupId)) {
+          for (const memberId of group.target.keys()) records.push({ kind: 'consumer', type: 7, groupId, memberId, value: null });
+          records.push({ kind: 'consumer', type: 6, groupId, value: null }, { kind: 'consumer', type: 3, groupId, value: null });
+          deletedConsumer.push(groupId);
+        }
+      }
       if (records.length === 0) continue;
       const error = this.append(shard, records);
       if (error !== ErrorCode.NONE) {
@@ -1576,7 +1603,10 @@ export class GroupCoordinator {
       }
       for (const e of expired) shard.removeOffset(e.groupId, e.topic, e.partition);
       for (const groupId of deleted) this.dropGroup(shard, groupId);
-      if (expired.length > 0 || deleted.length > 0) this.log.info({ partition: shard.partition, offsets: expired.length, groups: deleted.length }, 'expired offsets and removed groups');
+      for (const groupId of deletedConsumer) shard.consumerGroups.delete(groupId);
+      if (expired.length > 0 || deleted.length > 0 || deletedConsumer.length > 0) {
+        this.log.info({ partition: shard.partition, offsets: expired.length, groups: deleted.length + deletedConsumer.length }, 'expired offsets and removed groups');
+      }
     }
   }
 

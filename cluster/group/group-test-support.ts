@@ -144,20 +144,21 @@ export interface Harness {
 
 export function harness(
   config: Partial<GroupCoordinatorConfig> = {},
-  opts: { store?: MemoryOffsetsStore; metadata?: OffsetsTopicMetadata; partitions?: number; log?: GroupCoordinatorLogger } = {},
+  opts: { store?: MemoryOffsetsStore; metadata?: OffsetsTopicMetadata; partitions?: number; log?: GroupCoordinatorLogger; now?: number } = {},
 ): Harness {
   const store = opts.store ?? new MemoryOffsetsStore();
   const metadata = opts.metadata ?? new OffsetsTopicMetadata(opts.partitions ?? 4);
-  const timer = new ManualGroupTimer();
+  const timer = new ManualGroupTimer(opts.now);
   const coordinator = new GroupCoordinator(1, metadata, store, opts.log ?? silentLog, { config, timer }).start();
   return {
     coordinator,
     timer,
     store,
     metadata,
+    /** The clock goes on from where it was, as a restarted broker's would. */
     restart(log?: GroupCoordinatorLogger) {
       coordinator.shutdown();
-      return harness(config, { store, metadata, log });
+      return harness(config, { store, metadata, log, now: timer.now() });
     },
   };
 }

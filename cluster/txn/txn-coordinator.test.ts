@@ -630,3 +630,39 @@ describe('TransactionCoordinator: transactions v2 (EndTxn v5)', () => {
     expect((await h.coordinator.endTransactionV2('tx', producerId, 0, true)).errorCode).toBe(ErrorCode.INVALID_TXN_STATE);
   });
 });
+
+describe('TransactionCoordinator: a timed-out transaction at the last epoch but one', () => {
+  it('is aborted at the last epoch and moves the id to a new producer id, which a v2 client retrying its abort is given', async () => {
+    const store = new MemoryOffsetsStore();
+    const ongoing: TxnLogRecord = {
+      transactionalId: 'tx',
+      value: {
+        producerId: 42n,
+        previousProducerId: 42n,
+        nextProducerId: -1n,
+        producerEpoch: 32766,
+        nextProducerEpoch: -1,
+        transactionTimeoutMs: 2000,
+        transactionStatus: TRANSACTION_STATE_IDS.Ongoing,
+        transactionPartitions: [{ topic: 't', partitionIds: [0] }],
+        transactionLastUpdateTimestampMs: 1n,
+        transactionStartTimestampMs: 1n,
+        clientTransactionVersion: 2,
+      },
+    };
+    store.append(partitionFor('tx', TXN_PARTITIONS), txnRecordsBatch([ongoing], 1));
+    const h = harness({ abortTimedOutTransactionCleanupIntervalMs: 1000 }, { store });
+    // The first sweep finds no producer id at hand and asks for one; a later one aborts.
+    h.timer.advance(1000);
+    await h.coordinator.markersSettled();
+    h.timer.advance(1000);
+    await h.coordinator.markersSettled();
+    expect(h.markers.calls).toEqual([{ producerId: 42n, producerEpoch: 32767, coordinatorEpoch: 5, commit: false, transactionVersion: 2, partitions: [T0] }]);
+    const txn = h.coordinator.transaction('tx')!;
+    expect(txn).toMatchObject({ state: 'CompleteAbort', producerEpoch: 0, previousProducerId: 42n });
+    expect(txn.producerId).not.toBe(42n);
+    expect(await h.coordinator.endTransactionV2('tx', 42n, 32766, false)).toEqual({ errorCode: 0, producerId: txn.producerId, producerEpoch: 0 });
+    // The new producer id goes on as any other.
+    expect(h.coordinator.addPartitions('tx', txn.producerId, 0, [T0], 2)).toBe(ErrorCode.NONE);
+  });
+});

@@ -208,6 +208,14 @@ export class TransactionCoordinator {
   private stopped = false;
   /** Marker writes under way, so that tests and shutdown can wait for them. */
   private readonly inFlight = new Set<Promise<void>>();
+  /**
+   * A producer id set aside for aborting a timed-out transaction whose epoch
+   * is the last but one (32766): its abort takes the last epoch, and its
+   * completion moves the transactional id to this id at epoch 0, as Kafka
+   * 4.4 ends such a transaction.
+   */
+  private spareProducerId: bigint | null = null;
+  private spareRequested = false;
 
   constructor(
     private readonly nodeId: number,
@@ -453,7 +461,14 @@ export class TransactionCoordinator {
     return this.endTransactionAs(transactionalId, producerId, producerEpoch, commit, true);
   }
 
-  private endTransactionAs(transactionalId: string, producerId: bigint, producerEpoch: number, commit: boolean, isFromClient: boolean): number {
+  private endTransactionAs(
+    transactionalId: string,
+    producerId: bigint,
+    producerEpoch: number,
+    commit: boolean,
+    isFromClient: boolean,
+    fenceNextProducerId: bigint = NO_PRODUCER_ID,
+  ): number {
     if (transactionalId === '') return ErrorCode.INVALID_REQUEST;
     const found = this.lookup(transactionalId);
     if ('error' in found) return found.error;
@@ -481,7 +496,7 @@ export class TransactionCoordinator {
         // fence's epoch, one above the data's, marked as version 2, so that a v2 client's EndTxn v5 retry at
         // the old epoch is answered as the bump it missed.
         transit = isEpochFence
-          ? txn.prepareAbortOrCommit(next, this.timer.now(), { nextProducerId: NO_PRODUCER_ID, bump: false, lastProducerEpoch: producerEpoch - 1 })
+          ? txn.prepareAbortOrCommit(next, this.timer.now(), { nextProducerId: fenceNextProducerId, bump: false, lastProducerEpoch: producerEpoch - 1 })
           : txn.prepareAbortOrCommit(next, this.timer.now());
         break;
       }
@@ -728,13 +743,42 @@ export class TransactionCoordinator {
       for (const txn of [...shard.txns.values()]) {
         if (txn.pendingTransitionInProgress || txn.state !== 'Ongoing') continue;
         if (txn.txnStartTimestamp + txn.txnTimeoutMs >= now) continue;
-        const fence = txn.prepareFenceProducerEpoch();
-        const error = this.endTransactionAs(txn.transactionalId, fence.producerId, fence.producerEpoch, false, false);
-        if (txn.pendingState === 'PrepareEpochFence') txn.pendingState = null;
-        if (error === ErrorCode.NONE) this.log.info({ transactionalId: txn.transactionalId, producerId: String(txn.producerId), producerEpoch: txn.producerEpoch }, 'aborting timed out transaction');
-        else this.log.warn({ transactionalId: txn.transactionalId, error }, 'cannot abort timed out transaction');
+        // At the last epoch but one the abort moves the id to a new producer id: one must be at hand (the next sweep
+        // aborts it once the allocation is done).
+        let nextProducerId = NO_PRODUCER_ID;
+        if (txn.isProducerEpochExhausted) {
+          if (this.spareProducerId === null) {
+            this.requestSpareProducerId();
+            continue;
+          }
+          nextProducerId = this.spareProducerId;
+        }
+        try {
+          const fence = txn.prepareFenceProducerEpoch();
+          const error = this.endTransactionAs(txn.transactionalId, fence.producerId, fence.producerEpoch, false, false, nextProducerId);
+          if (txn.pendingState === 'PrepareEpochFence') txn.pendingState = null;
+          if (error === ErrorCode.NONE) {
+            if (nextProducerId !== NO_PRODUCER_ID) this.spareProducerId = null;
+            this.log.info({ transactionalId: txn.transactionalId, producerId: String(txn.producerId), producerEpoch: txn.producerEpoch }, 'aborting timed out transaction');
+          } else this.log.warn({ transactionalId: txn.transactionalId, error }, 'cannot abort timed out transaction');
+        } catch (err) {
+          // One transaction that cannot be aborted must not keep the others from their timeouts.
+          if (txn.pendingState === 'PrepareEpochFence') txn.pendingState = null;
+          this.log.warn({ transactionalId: txn.transactionalId, err }, 'cannot abort timed out transaction');
+        }
       }
     }
+  }
+
+  private requestSpareProducerId(): void {
+    if (this.spareRequested) return;
+    this.spareRequested = true;
+    const run = this.newProducerId().then((id) => {
+      this.spareRequested = false;
+      if (typeof id === 'bigint') this.spareProducerId = id;
+    });
+    this.inFlight.add(run);
+    void run.finally(() => this.inFlight.delete(run));
   }
 
   /** Writes tombstones for, then forgets, the ids idle for transactional.id.expiration.ms. */
