@@ -180,6 +180,17 @@ describe('consumer groups (KIP-848): ConsumerGroupHeartbeat', () => {
     expect(c.consumerGroup('g')!.state).toBe('Empty');
   });
 
+  it('raises the group epoch when the assignor most members name changes, not for a member joining with no subscription', () => {
+    const h = setup({ consumerAssignmentIntervalMs: 0 });
+    const c = h.coordinator;
+    c.consumerGroupHeartbeat(join('A'));
+    expect(c.consumerGroupHeartbeat(join('B', { subscribedTopicNames: [] })).memberEpoch).toBe(2);
+    expect(c.consumerGroup('g')!.groupEpoch).toBe(2);
+    const r = c.consumerGroupHeartbeat(join('A', { memberEpoch: 2, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: null, serverAssignor: 'range' }));
+    expect([r.errorCode, r.memberEpoch, c.consumerGroup('g')!.groupEpoch]).toEqual([0, 3, 3]);
+    expect(c.describeConsumerGroup('g').assignorName).toBe('range');
+  });
+
   it('raises the group epoch when a subscribed topic gets partitions, and assigns them', () => {
     const h = setup({ consumerAssignmentIntervalMs: 0 });
     const c = h.coordinator;

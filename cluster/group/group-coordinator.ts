@@ -1818,11 +1818,10 @@ export class GroupCoordinator {
     updated.clientId = p.clientId;
     updated.clientHost = p.clientHost;
     const isNew = !group.members.has(memberId);
-    // A static member taking over its instance id keeps the old member's subscription: no change unless it asks for one.
+    // Compared with what the member subscribed to before (nothing, for a new one; the old member's subscription,
+    // for a static member taking over its instance id).
     const subscriptionChanged =
-      (isNew && !replaced) ||
-      old.subscribedTopicNames.join('\u0000') !== updated.subscribedTopicNames.join('\u0000') ||
-      old.subscribedTopicRegex !== updated.subscribedTopicRegex;
+      old.subscribedTopicNames.join('\u0000') !== updated.subscribedTopicNames.join('\u0000') || old.subscribedTopicRegex !== updated.subscribedTopicRegex;
     if (replaced) records.push(...memberTombstones(p.groupId, replaced.memberId));
     if (isNew || subscriptionChanged || memberMetadataChanged(old, updated)) records.push(memberMetadataRecord(p.groupId, updated));
 
@@ -1832,8 +1831,10 @@ export class GroupCoordinator {
     if (replaced) members.delete(replaced.memberId);
     members.set(memberId, updated);
     const hash = subscriptionHash(image, members.values());
+    // The assignor most members name decides the target: a change of it is a new assignment too.
+    const assignorChanged = this.preferredAssignor(group.members.values()) !== this.preferredAssignor(members.values());
     let groupEpoch = group.groupEpoch;
-    if (subscriptionChanged || hash !== group.metadataHash) {
+    if (subscriptionChanged || assignorChanged || hash !== group.metadataHash) {
       groupEpoch++;
       records.push({ kind: 'consumer', type: 3, groupId: p.groupId, value: { epoch: groupEpoch, metadataHash: hash } });
     }
