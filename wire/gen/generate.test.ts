@@ -63,6 +63,10 @@ describe('generated declarations', () => {
     expect(shapeAt(merged, 3)).toBe('flexible TopicId:uuid,Count:int32');
     // A field whose type changed between the two cannot be merged.
     expect(() => mergeMessage({ ...current, fields: [{ name: 'Count', type: 'int64', versions: '2+' }] }, older, 'XRequest')).toThrow(/type int32 became int64/);
+    // Versions neither file describes, between them, cannot be merged; nor a default that changed for old versions.
+    expect(() => mergeMessage({ ...current, validVersions: '4-5' }, older, 'XRequest')).toThrow(/leave a gap/);
+    const withDefault = { ...current, fields: current.fields.map((f) => (f.name === 'Count' ? { ...f, default: '7' } : f)) };
+    expect(() => mergeMessage(withDefault, older, 'XRequest')).toThrow(/XRequest v0/);
     // An API the release no longer has keeps the snapshot's definition.
     expect(mergeMessage({ name: 'XRequest', validVersions: 'none' }, older, 'XRequest')).toBe(older);
     expect(mergeErrorCodes('code\tname\tretriable\n0\tNONE\tno\n129\tREBOOTSTRAP_REQUIRED\tno\n', 'code\tname\tretriable\n0\tNONE\tno\n7\tREQUEST_TIMED_OUT\tyes\n')).toBe(

@@ -66,7 +66,9 @@ export function shapeAt(message: Json, v: number): string {
         const sub = (f.fields as Json[] | undefined) ?? common.get(base);
         const tag = within(f.taggedVersions, v) ? `@${String(f.tag)}` : '';
         const nullable = within(f.nullableVersions, v) ? '?' : '';
-        return `${String(f.name)}:${String(f.type)}${nullable}${tag}${sub ? `{${walk(sub).join(',')}}` : ''}`;
+        // A default decides what a tagged field leaves off the wire, and what an absent field reads as.
+        const def = f.default === undefined ? '' : `=${JSON.stringify(f.default)}`;
+        return `${String(f.name)}:${String(f.type)}${nullable}${tag}${def}${sub ? `{${walk(sub).join(',')}}` : ''}`;
       });
   const flexible = within(message.flexibleVersions, v) ? 'flexible ' : '';
   return flexible + walk(message.fields as Json[]).join(',');
@@ -154,6 +156,7 @@ export function mergeMessage(current: Json, older: Json | undefined, label: stri
   if (!older) return current;
   const old = parseRange(older.validVersions);
   if (!cur || !old || old[0] >= cur[0]) return current;
+  if (old[1] + 1 < cur[0]) throw new Error(`${label}: versions ${formatRange(old)} and ${formatRange(cur)} leave a gap`);
   const split = cur[0];
   const structs = new Map<string, Json>();
   for (const s of (current.commonStructs as Json[] | undefined) ?? []) structs.set(String(s.name), s);
