@@ -165,4 +165,17 @@ describe('ReplicaManager: transaction verification guards', () => {
     expect(rm.logFor('t', 0)!.logEndOffset).toBe(end);
     expect(rm.claimTransactionVerification('t', 0, guard)).toBe(false);
   });
+
+  it('keeps a transactions v2 verification at the epoch a v2 marker carries: the next transaction, added before that marker came', async () => {
+    const { rm } = setup([1], [1], 1);
+    expect(rm.appendRecords('t', 0, txnBatch(0), -1, 'client', rm.startTransactionVerification('t', 0, 7n, 0, true))).toMatchObject({ errorCode: ErrorCode.NONE });
+    // The producer's next transaction, at the bumped epoch 1, is verified while the marker of the first is on its way.
+    const next = rm.startTransactionVerification('t', 0, 7n, 1, true)!;
+    expect((await rm.writeMarkers({ ...marker, producerEpoch: 1, commit: true, transactionVersion: 2 }))[0]!.errorCode).toBe(ErrorCode.NONE);
+    expect(rm.appendRecords('t', 0, txnBatch(1), -1, 'client', next)).toMatchObject({ errorCode: ErrorCode.NONE, baseOffset: 2n });
+    // A version 0 marker voids any verification under way, whatever its epoch.
+    const other = rm.startTransactionVerification('t', 0, 7n, 2, true)!;
+    expect((await rm.writeMarkers({ ...marker, producerEpoch: 1, transactionVersion: 0 }))[0]!.errorCode).toBe(ErrorCode.NONE);
+    expect(rm.claimTransactionVerification('t', 0, other)).toBe(false);
+  });
 });

@@ -45,12 +45,13 @@ function store(leader: number | null): FakeMetadataStore {
 
 class LocalCoordinator {
   readonly asked: TopicPartition[][] = [];
+  readonly added: { partitions: TopicPartition[]; clientTransactionVersion: number }[] = [];
   verifyPartitions(_id: string, _pid: bigint, _epoch: number, partitions: readonly TopicPartition[]) {
     this.asked.push([...partitions]);
     return partitions.map((p) => ({ ...p, errorCode: ErrorCode.NONE }));
   }
-  addPartitions(_id: string, _pid: bigint, _epoch: number, partitions: readonly TopicPartition[]): number {
-    this.asked.push([...partitions]);
+  addPartitions(_id: string, _pid: bigint, _epoch: number, partitions: readonly TopicPartition[], clientTransactionVersion = 0): number {
+    this.added.push({ partitions: [...partitions], clientTransactionVersion });
     return ErrorCode.NONE;
   }
   async replicated(_id: string): Promise<number> {
@@ -117,6 +118,29 @@ describe('TransactionVerifier', () => {
         ],
       },
     ]);
+  });
+
+  it('for a transactions v2 producer has the coordinator add the partitions: its own, marked version 2, or with AddPartitionsToTxn v5 without verify_only', async () => {
+    const local = new LocalCoordinator();
+    const client = new FakeClient();
+    expect(await new TransactionVerifier(1, store(1), local, client, quiet).verify(ID, 7n, 3, [T0, T1], true)).toEqual([
+      { ...T0, errorCode: ErrorCode.NONE },
+      { ...T1, errorCode: ErrorCode.NONE },
+    ]);
+    expect([local.added, local.asked]).toEqual([[{ partitions: [T0, T1], clientTransactionVersion: 2 }], []]);
+    client.answer = (body) => ({
+      throttleTimeMs: 0,
+      errorCode: ErrorCode.NONE,
+      resultsByTransaction: body.transactions.map((t) => ({
+        transactionalId: t.transactionalId,
+        topicResults: t.topics.map((topic) => ({ name: topic.name, resultsByPartition: topic.partitions.map((partitionIndex) => ({ partitionIndex, partitionErrorCode: ErrorCode.CONCURRENT_TRANSACTIONS })) })),
+      })),
+      resultsByTopicV3AndBelow: [],
+    });
+    const remote = await new TransactionVerifier(1, store(3), new LocalCoordinator(), client, quiet).verify(ID, 7n, 3, [T0], true);
+    expect(remote).toEqual([{ ...T0, errorCode: ErrorCode.CONCURRENT_TRANSACTIONS }]);
+    expect(client.sent[0]).toMatchObject({ nodeId: 3, apiKey: 24, version: 5 });
+    expect(client.sent[0]!.body.transactions[0]).toMatchObject({ verifyOnly: false, producerEpoch: 3 });
   });
 
   it('answers the coordinator\'s absence as a coordinator error, which the writers retry', async () => {
