@@ -117,6 +117,27 @@ function statesWritten(h: Harness, transactionalId: string): (TransactionStateNa
 const init = (h: Harness, transactionalId: string | null, over: { timeoutMs?: number; expected?: { producerId: bigint; producerEpoch: number } } = {}) =>
   h.coordinator.initProducerId({ transactionalId, transactionTimeoutMs: over.timeoutMs ?? 60_000, expected: over.expected ?? null });
 
+/** A stored state of transactional id 'tx': transaction t-0 at 60 s timeout, started and updated at 1, unless `over` says otherwise. */
+function txnRecord(over: Partial<NonNullable<TxnLogRecord['value']>>): TxnLogRecord {
+  return {
+    transactionalId: 'tx',
+    value: {
+      producerId: 0n,
+      previousProducerId: -1n,
+      nextProducerId: -1n,
+      producerEpoch: 0,
+      nextProducerEpoch: -1,
+      transactionTimeoutMs: 60_000,
+      transactionStatus: TRANSACTION_STATE_IDS.Ongoing,
+      transactionPartitions: [{ topic: 't', partitionIds: [0] }],
+      transactionLastUpdateTimestampMs: 1n,
+      transactionStartTimestampMs: 1n,
+      clientTransactionVersion: 0,
+      ...over,
+    },
+  };
+}
+
 const T0 = { topic: 't', partition: 0 };
 const T1 = { topic: 't', partition: 1 };
 const U0 = { topic: 'u', partition: 0 };
@@ -166,22 +187,7 @@ describe('TransactionCoordinator: InitProducerId', () => {
 
   it('rotates to a new producer id when the epochs run out', async () => {
     const store = new MemoryOffsetsStore();
-    const exhausted: TxnLogRecord = {
-      transactionalId: 'tx',
-      value: {
-        producerId: 42n,
-        previousProducerId: -1n,
-        nextProducerId: -1n,
-        producerEpoch: 32766,
-        nextProducerEpoch: -1,
-        transactionTimeoutMs: 60_000,
-        transactionStatus: TRANSACTION_STATE_IDS.CompleteCommit,
-        transactionPartitions: [],
-        transactionLastUpdateTimestampMs: 1n,
-        transactionStartTimestampMs: 1n,
-        clientTransactionVersion: 0,
-      },
-    };
+    const exhausted = txnRecord({ producerId: 42n, previousProducerId: -1n, producerEpoch: 32766, transactionStatus: TRANSACTION_STATE_IDS.CompleteCommit, transactionPartitions: [], clientTransactionVersion: 0 });
     store.append(partitionFor('tx', TXN_PARTITIONS), txnRecordsBatch([exhausted], 1));
     const h = harness({}, { store });
     const next = await init(h, 'tx', { expected: { producerId: 42n, producerEpoch: 32766 } });
@@ -584,22 +590,7 @@ describe('TransactionCoordinator: transactions v2 (EndTxn v5)', () => {
 
   it('moves to the next producer id at epoch 0 once the epochs run out, and knows the retry of that end', async () => {
     const store = new MemoryOffsetsStore();
-    const atLast: TxnLogRecord = {
-      transactionalId: 'tx',
-      value: {
-        producerId: 42n,
-        previousProducerId: 42n,
-        nextProducerId: -1n,
-        producerEpoch: 32766,
-        nextProducerEpoch: -1,
-        transactionTimeoutMs: 60_000,
-        transactionStatus: TRANSACTION_STATE_IDS.Ongoing,
-        transactionPartitions: [{ topic: 't', partitionIds: [0] }],
-        transactionLastUpdateTimestampMs: 1n,
-        transactionStartTimestampMs: 1n,
-        clientTransactionVersion: 2,
-      },
-    };
+    const atLast = txnRecord({ producerId: 42n, previousProducerId: 42n, producerEpoch: 32766, transactionStatus: TRANSACTION_STATE_IDS.Ongoing, clientTransactionVersion: 2 });
     store.append(partitionFor('tx', TXN_PARTITIONS), txnRecordsBatch([atLast], 1));
     const h = harness({}, { store });
     const end = await h.coordinator.endTransactionV2('tx', 42n, 32766, true);
@@ -634,22 +625,7 @@ describe('TransactionCoordinator: transactions v2 (EndTxn v5)', () => {
 describe('TransactionCoordinator: a timed-out transaction at the last epoch but one', () => {
   it('is aborted at the last epoch and moves the id to a new producer id, which a v2 client retrying its abort is given', async () => {
     const store = new MemoryOffsetsStore();
-    const ongoing: TxnLogRecord = {
-      transactionalId: 'tx',
-      value: {
-        producerId: 42n,
-        previousProducerId: 42n,
-        nextProducerId: -1n,
-        producerEpoch: 32766,
-        nextProducerEpoch: -1,
-        transactionTimeoutMs: 2000,
-        transactionStatus: TRANSACTION_STATE_IDS.Ongoing,
-        transactionPartitions: [{ topic: 't', partitionIds: [0] }],
-        transactionLastUpdateTimestampMs: 1n,
-        transactionStartTimestampMs: 1n,
-        clientTransactionVersion: 2,
-      },
-    };
+    const ongoing = txnRecord({ producerId: 42n, previousProducerId: 42n, producerEpoch: 32766, transactionTimeoutMs: 2000, transactionStatus: TRANSACTION_STATE_IDS.Ongoing, clientTransactionVersion: 2 });
     store.append(partitionFor('tx', TXN_PARTITIONS), txnRecordsBatch([ongoing], 1));
     const h = harness({ abortTimedOutTransactionCleanupIntervalMs: 1000 }, { store });
     // The first sweep finds no producer id at hand and asks for one; a later one aborts.
