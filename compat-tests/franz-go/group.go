@@ -58,6 +58,15 @@ type groupCheck struct {
 	offsets    map[int32]map[int64]int
 	produced   map[int]groupRead
 	problems   []string
+	// restarting is set while the group's coordinator is killed and started again
+	// (group-consumer): partitions a member gives up then are noted in lostSinceRestart, and
+	// fetch errors are logged rather than failing the run.
+	restarting       bool
+	lostSinceRestart []string
+	// lastCommit: when each member's CommitRecords last succeeded; committedMsgs: the messages
+	// whose offsets a successful CommitRecords covered.
+	lastCommit    map[string]time.Time
+	committedMsgs map[int]bool
 }
 
 func newGroupCheck() *groupCheck {
@@ -126,6 +135,9 @@ func (c *groupCheck) change(member string, partitions []int32, add bool, why str
 	c.held[member] = mine
 	c.log("%s %s %v; holds %v", member, why, partitions, sortedParts(mine))
 	if !add {
+		if c.restarting && len(partitions) > 0 {
+			c.lostSinceRestart = append(c.lostSinceRestart, fmt.Sprintf("%s %s %v", member, why, partitions))
+		}
 		return
 	}
 	for other, theirs := range c.held {
@@ -301,6 +313,9 @@ type groupRun struct {
 	requests  *requestCounter
 	members   map[string]*groupMember
 	producer  *kgo.Client
+	// consumerProtocol: group-consumer, KIP-848 groups (kgo.ServerSideBalancer).
+	consumerProtocol bool
+	heartbeats       *heartbeatHook
 }
 
 func (g *groupRun) start(name string) error {
@@ -309,21 +324,27 @@ func (g *groupRun) start(name string) error {
 			g.check.change(name, parts[g.topic], add, why)
 		}
 	}
-	cl, err := newClient(g.bootstrap,
+	opts := []kgo.Opt{
 		kgo.WithHooks(g.requests),
 		kgo.ConsumerGroup(g.groupID),
 		kgo.ConsumeTopics(g.topic),
-		kgo.SessionTimeout(groupSessionTimeout),
-		kgo.HeartbeatInterval(groupHeartbeat),
 		kgo.RebalanceTimeout(groupRebalanceTimeout),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.FetchMaxWait(100 * time.Millisecond),
 		kgo.OnPartitionsAssigned(onChange(true, "assigned")),
 		kgo.OnPartitionsRevoked(onChange(false, "revoked")),
 		kgo.OnPartitionsLost(onChange(false, "lost")),
-	)
+	}
+	if g.consumerProtocol {
+		// The broker sets the session timeout and the heartbeat interval; the default balancer,
+		// cooperative-sticky, asks it for its "uniform" assignor.
+		opts = append(opts, kgo.ServerSideBalancer(), kgo.WithHooks(g.heartbeats.member(name)))
+	} else {
+		opts = append(opts, kgo.SessionTimeout(groupSessionTimeout), kgo.HeartbeatInterval(groupHeartbeat))
+	}
+	cl, err := newClient(g.bootstrap, opts...)
 	if err != nil {
 		return err
 	}
@@ -354,9 +375,15 @@ func (g *groupRun) poll(m *groupMember) {
 		fetches := m.cl.PollRecords(ctx, 500)
 		cancel()
 		fetches.EachError(func(topic string, partition int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				g.check.problem("%s fetch %s[%d]: %v", m.name, topic, partition, err)
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return
 			}
+			if g.check.isRestarting() {
+				// The coordinator (and on one broker, every partition's leader) is down for a while.
+				g.check.log("%s fetch %s[%d] while the coordinator restarts: %v", m.name, topic, partition, err)
+				return
+			}
+			g.check.problem("%s fetch %s[%d]: %v", m.name, topic, partition, err)
 		})
 		records := fetches.Records()
 		for _, r := range records {
@@ -365,6 +392,8 @@ func (g *groupRun) poll(m *groupMember) {
 		if len(records) > 0 {
 			if err := m.cl.CommitRecords(g.ctx, records...); err != nil {
 				g.check.problem("%s CommitRecords: %v", m.name, err)
+			} else {
+				g.check.committed(m.name, records)
 			}
 		}
 		m.cl.AllowRebalance()
@@ -421,7 +450,11 @@ func (g *groupRun) waitFor(what string, timeout time.Duration, cond func() bool,
 }
 
 func (g *groupRun) consumeStep(step string, from, to int, members ...string) error {
-	err := g.waitFor(fmt.Sprintf("%s: reading messages %d..%d", step, from, to-1), groupConsumeTimeout,
+	return g.consumeStepWithin(step, groupConsumeTimeout, from, to, members...)
+}
+
+func (g *groupRun) consumeStepWithin(step string, timeout time.Duration, from, to int, members ...string) error {
+	err := g.waitFor(fmt.Sprintf("%s: reading messages %d..%d", step, from, to-1), timeout,
 		func() bool { return g.check.countRead(from, to) == to-from },
 		func() string {
 			return fmt.Sprintf("%d read; %s", g.check.countRead(from, to), g.check.describe(members...))
@@ -429,19 +462,43 @@ func (g *groupRun) consumeStep(step string, from, to int, members ...string) err
 	if err != nil {
 		return err
 	}
+	if g.consumerProtocol {
+		// Each poll's records are noted before CommitRecords of them returns: wait for those
+		// commits, so that none is still in flight at the next step (a coordinator restart).
+		err = g.waitFor(fmt.Sprintf("%s: commits of messages %d..%d accepted", step, from, to-1), consumerCommitTimeout,
+			func() bool { return g.check.countCommitted(from, to) == to-from },
+			func() string { return fmt.Sprintf("%d of %d committed", g.check.countCommitted(from, to), to-from) })
+		if err != nil {
+			return err
+		}
+	}
 	return g.check.expectStep(step, from, to, members...)
 }
 
 func groupScenario(ctx context.Context, bootstrap string) error {
+	return groupPlan(ctx, bootstrap, false)
+}
+
+// groupPlan runs the group plan on the classic protocol (group) or on KIP-848's consumer
+// protocol (group-consumer, which adds the checks and the coordinator restart of groupconsumer.go).
+func groupPlan(ctx context.Context, bootstrap string, consumerProtocol bool) error {
 	stamp := fmt.Sprintf("%d-%d", time.Now().UnixMilli(), os.Getpid())
 	g := &groupRun{
-		ctx:       ctx,
-		bootstrap: bootstrap,
-		topic:     "compat-group-franz-go-" + stamp,
-		groupID:   "compat-group-franz-go-" + stamp,
-		check:     newGroupCheck(),
-		requests:  &requestCounter{},
-		members:   map[string]*groupMember{},
+		ctx:              ctx,
+		bootstrap:        bootstrap,
+		topic:            "compat-group-franz-go-" + stamp,
+		groupID:          "compat-group-franz-go-" + stamp,
+		check:            newGroupCheck(),
+		requests:         &requestCounter{},
+		members:          map[string]*groupMember{},
+		consumerProtocol: consumerProtocol,
+		heartbeats:       &heartbeatHook{},
+	}
+	joinTimeout, leaveTimeout := groupJoinTimeout, groupSessionTimeout
+	if consumerProtocol {
+		g.topic = "compat-group-consumer-franz-go-" + stamp
+		g.groupID = g.topic
+		joinTimeout, leaveTimeout = consumerJoinTimeout, consumerLeaveTimeout
 	}
 	defer func() {
 		for name := range g.members {
@@ -472,9 +529,14 @@ func groupScenario(ctx context.Context, bootstrap string) error {
 			return err
 		}
 	}
-	if err := g.waitFor("A and B holding all partitions between them", groupJoinTimeout,
+	if err := g.waitFor("A and B holding all partitions between them", joinTimeout,
 		func() bool { return g.check.split("A", "B") }, func() string { return g.check.describe("A", "B") }); err != nil {
 		return err
+	}
+	if consumerProtocol {
+		if err := g.expectConsumerGroup("A and B", "A", "B"); err != nil {
+			return err
+		}
 	}
 	if err := g.produce(0, groupFirst); err != nil {
 		return err
@@ -493,7 +555,7 @@ func groupScenario(ctx context.Context, bootstrap string) error {
 	if err := g.leave("B"); err != nil {
 		return err
 	}
-	if err := g.waitFor("A holding all partitions after B left", groupSessionTimeout,
+	if err := g.waitFor("A holding all partitions after B left", leaveTimeout,
 		func() bool { return len(g.check.holds("A")) == groupPartitions }, func() string { return g.check.describe("A") }); err != nil {
 		return err
 	}
@@ -505,17 +567,25 @@ func groupScenario(ctx context.Context, bootstrap string) error {
 		return err
 	}
 
+	beforeThird := groupFirst + groupSecond
+	if consumerProtocol {
+		if err := g.restartCoordinator(beforeThird, beforeThird+consumerRestarted); err != nil {
+			return err
+		}
+		beforeThird += consumerRestarted
+	}
+
 	if err := g.leave("A"); err != nil {
 		return err
 	}
-	end := groupFirst + groupSecond + groupThird
-	if err := g.produce(groupFirst+groupSecond, end); err != nil {
+	end := beforeThird + groupThird
+	if err := g.produce(beforeThird, end); err != nil {
 		return err
 	}
 	if err := g.start("C"); err != nil {
 		return err
 	}
-	if err := g.consumeStep("C after the commits", groupFirst+groupSecond, end, "C"); err != nil {
+	if err := g.consumeStep("C after the commits", beforeThird, end, "C"); err != nil {
 		return err
 	}
 	// A partition C wrongly read from its start would show up as old messages by now.
@@ -525,6 +595,12 @@ func groupScenario(ctx context.Context, bootstrap string) error {
 	}
 	if n := len(g.check.holds("C")); n != groupPartitions {
 		return fmt.Errorf("%s, expected all %d partitions", g.check.describe("C"), groupPartitions)
+	}
+	if consumerProtocol {
+		if err := g.expectConsumerGroup("C", "C"); err != nil {
+			return err
+		}
+		return g.expectNoClassicRequests()
 	}
 	return nil
 }
