@@ -96,8 +96,6 @@ describe('ApiVersions', () => {
       // Share groups (KIP-932) and streams groups (KIP-1071), with their inter-broker share state APIs.
       [76, 'share'], [77, 'share'], [78, 'share'], [79, 'share'], [83, 'share'], [84, 'share'], [85, 'share'], [86, 'share'], [87, 'share'],
       [90, 'share'], [91, 'share'], [92, 'share'], [88, 'streams'], [89, 'streams'], [93, 'streams'],
-      // AlterReplicaLogDirs moves a replica between log directories: gregor keeps one (no JBOD).
-      [34, 'single log directory'],
     ]);
     const ours = new Map(advertisedVersions().map((v) => [v.apiKey, v]));
     const oldest = new Map(API_MESSAGES.map((a) => [a.apiKey, a.request.versions[0]]));

@@ -5,12 +5,14 @@
  * file system holding it); v5 adds is_cordoned (KIP-1066), false here: a
  * directory is never cordoned.
  *
- * The broker has one log directory. Each of its partition logs is reported
- * with its size on disk, offset_lag 0 (it is the leader's own log) and
- * is_future_key false (logs are never moved between directories). A null
- * topic list asks for every partition; otherwise only the named partitions
- * that have a log here are answered, and a topic with none is left out, as in
- * Kafka.
+ * Every log directory of the broker (log.dirs) is answered, in order. An
+ * online one lists its partition logs, each with its size on disk; a future
+ * log (AlterReplicaLogDirs moving the partition there) has is_future_key true
+ * and offset_lag how far it is behind the current log's end; a current log
+ * has offset_lag 0. An offline directory answers KAFKA_STORAGE_ERROR with no
+ * topics and -1 bytes, as Kafka does. A null topic list asks for every
+ * partition; otherwise only the named partitions are answered, and a topic
+ * with none in a directory is left out of it, as in Kafka.
  */
 import { DescribeLogDirsRequest } from '../wire/messages/describe-log-dirs-request.js';
 import { DescribeLogDirsResponse, type DescribeLogDirsTopic } from '../wire/messages/describe-log-dirs-response.js';
@@ -25,30 +27,31 @@ export const describeLogDirs = defineHandler<DescribeLogDirsRequest, DescribeLog
   minVersion: 0,
   maxVersion: 5,
   handle(req, ctx) {
-    const dir = ctx.services.replicas.describeLogDir();
     const asked = req.topics === null ? null : new Map(req.topics.map((t) => [t.topic, new Set(t.partitions)]));
-    const byTopic = new Map<string, DescribeLogDirsTopic>();
-    const partitions = [...dir.partitions].sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
-    for (const { topic, partition, sizeBytes } of partitions) {
-      if (asked !== null && !asked.get(topic)?.has(partition)) continue;
-      let entry = byTopic.get(topic);
-      if (!entry) byTopic.set(topic, (entry = { name: topic, partitions: [] }));
-      entry.partitions.push({ partitionIndex: partition, partitionSize: BigInt(sizeBytes), offsetLag: 0n, isFutureKey: false });
-    }
-    return {
-      throttleTimeMs: 0,
-      errorCode: ErrorCode.NONE,
-      results: [
-        {
-          errorCode: ErrorCode.NONE,
-          logDir: dir.logDir,
-          topics: [...byTopic.values()],
-          totalBytes: dir.totalBytes,
-          usableBytes: dir.usableBytes,
-          isCordoned: false,
-        },
-      ],
-    };
+    const results = ctx.services.replicas.describeLogDirs().map((dir) => {
+      if (dir.failure !== null) {
+        return { errorCode: ErrorCode.KAFKA_STORAGE_ERROR, logDir: dir.logDir, topics: [], totalBytes: -1n, usableBytes: -1n, isCordoned: false };
+      }
+      const byTopic = new Map<string, DescribeLogDirsTopic>();
+      const partitions = [...dir.partitions].sort((a, b) =>
+        a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition !== b.partition ? a.partition - b.partition : Number(a.isFuture) - Number(b.isFuture),
+      );
+      for (const { topic, partition, sizeBytes, isFuture, offsetLag } of partitions) {
+        if (asked !== null && !asked.get(topic)?.has(partition)) continue;
+        let entry = byTopic.get(topic);
+        if (!entry) byTopic.set(topic, (entry = { name: topic, partitions: [] }));
+        entry.partitions.push({ partitionIndex: partition, partitionSize: BigInt(sizeBytes), offsetLag, isFutureKey: isFuture });
+      }
+      return {
+        errorCode: ErrorCode.NONE,
+        logDir: dir.logDir,
+        topics: [...byTopic.values()],
+        totalBytes: dir.totalBytes,
+        usableBytes: dir.usableBytes,
+        isCordoned: false,
+      };
+    });
+    return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, results };
   },
   errorResponse: (_req, errorCode) => ({ throttleTimeMs: 0, errorCode, results: [] }),
 });

@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join as joinPath } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
 import { decode, encode } from '../wire/codec.js';
@@ -250,9 +253,10 @@ describe('ListOffsets replica ids and isolation', () => {
     expect(await one(s, 9, 't1', part(0, LATEST), { isolationLevel: 1 })).toEqual([0, -1n, 4n, 0]);
   });
 
-  it('answers KAFKA_STORAGE_ERROR for a log that went offline', async () => {
+  it('answers KAFKA_STORAGE_ERROR for a log that went offline; a partition in another log directory goes on', async () => {
     const fs = new FaultyFs();
-    const s = services({}, undefined, { fs });
+    // Partition 0 in the first directory, 1 in the second.
+    const s = services({}, undefined, { fs, moreLogDirs: [mkdtempSync(joinPath(tmpdir(), 'gregor-second-dir-'))] });
     await withTopic(s);
     fs.failNextWrite('EIO', (path) => path.includes('t1-0') && path.endsWith('.log'));
     expect(s.replicas.appendRecords('t1', 0, buildBatch({ records: [{ value: 'x' }] }), -1).errorCode).toBe(ErrorCode.KAFKA_STORAGE_ERROR);

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
@@ -198,7 +199,8 @@ describe('OffsetForLeaderEpoch v0 and v1 (served as Kafka 3.x served them)', () 
 
   it('reports unknown topics and partitions and offline logs per partition', async () => {
     const fs = new FaultyFs();
-    const s = services({}, undefined, { fs });
+    // Partition 0 in the first log directory, 1 in the second: only the first fails.
+    const s = services({}, undefined, { fs, moreLogDirs: [mkdtempSync(join(tmpdir(), 'gregor-second-dir-'))] });
     await withTopic(s);
     fs.failNextWrite('EIO', (path) => path.includes('t1-0') && path.endsWith('.log'));
     expect(s.replicas.appendRecords('t1', 0, buildBatch({ records: [{ value: 'x' }] }), -1).errorCode).toBe(ErrorCode.KAFKA_STORAGE_ERROR);

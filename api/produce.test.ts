@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import CRC32 from 'crc-32';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -254,9 +255,10 @@ describe('Produce', () => {
     expect(r.responses[0]!.partitionResponses[0]!.logAppendTimeMs).toBeGreaterThanOrEqual(before);
   });
 
-  it('answers KAFKA_STORAGE_ERROR when the disk fails, and the partition stays failed', async () => {
+  it('answers KAFKA_STORAGE_ERROR when the disk fails, and the partition stays failed; a partition in another log directory goes on', async () => {
     const fs = new FaultyFs();
-    const s = services({}, undefined, { fs });
+    // Partitions 0 and 2 in the first directory, 1 in the second.
+    const s = services({}, undefined, { fs, moreLogDirs: [mkdtempSync(join(tmpdir(), 'gregor-second-dir-'))] });
     await withTopic(s);
     fs.failNextWrite('EIO', (p) => p.endsWith('.log'));
     const r = await send(s, 9, req('orders', [{ index: 0, records: batch(1) }]));

@@ -18,6 +18,7 @@ import { describeConfigs } from './describe-configs.js';
 import { alterConfigs } from './alter-configs.js';
 import { incrementalAlterConfigs } from './incremental-alter-configs.js';
 import { describeLogDirs } from './describe-log-dirs.js';
+import { alterReplicaLogDirs } from './alter-replica-log-dirs.js';
 import { metadata } from './metadata.js';
 import { produce } from './produce.js';
 import { offsetCommit } from './offset-commit.js';
@@ -69,6 +70,7 @@ export const HANDLERS: readonly ApiHandler[] = [
   deleteTopics,
   deleteRecords,
   describeLogDirs,
+  alterReplicaLogDirs,
   createPartitions,
   describeCluster,
   describeConfigs,

@@ -48,6 +48,8 @@ export function testServices(
     groupTimer?: GroupTimer;
     /** The transaction coordinator's clock and timers; the system's (unref'd) when absent. */
     txnTimer?: GroupTimer;
+    /** More log directories after `dir` (JBOD). */
+    moreLogDirs?: readonly string[];
   } = {},
 ): TestServices {
   const full: BrokerSettings = { nodeId: 1, autoCreateTopicsEnable: true, numPartitions: 3, defaultReplicationFactor: 1, ...settings };
@@ -60,7 +62,7 @@ export function testServices(
       { listener: 'INTERNAL', host: 'broker-1.internal', port: 19092 },
     ],
   });
-  const logs = LogManager.open(dir, { defaults: opts.logDefaults ?? DEFAULT_LOG_CONFIG, log, ...(opts.fs ? { fs: opts.fs } : {}), ...(opts.now ? { now: opts.now } : {}) });
+  const logs = LogManager.open([dir, ...(opts.moreLogDirs ?? [])], { defaults: opts.logDefaults ?? DEFAULT_LOG_CONFIG, log, ...(opts.fs ? { fs: opts.fs } : {}), ...(opts.now ? { now: opts.now } : {}) });
   // Before the replica manager, so that a new topic's logs open with their config.
   const unfollow = opts.followTopicConfigs ? followTopicLogConfigs(store, logs, full.staticConfig ?? NO_STATIC_CONFIG, full.nodeId) : () => {};
   const replicas = new ReplicaManager(full.nodeId, store, logs, log).start();

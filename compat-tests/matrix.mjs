@@ -13,7 +13,7 @@ import { gregorProxiedArgs, proxiedEnv, reserveProxiedListener, reserveProxiedLi
 
 // The one list of scenarios every client is asked to run.
 export const SCENARIOS = [
-  'admin', 'consumer-group-rules', 'corrupt-batch', 'feature-rules', 'group', 'group-admin', 'group-consumer', 'idempotent', 'idempotent-cut', 'metadata', 'metadata-rules', 'produce', 'roundtrip',
+  'admin', 'consumer-group-rules', 'corrupt-batch', 'feature-rules', 'group', 'group-admin', 'group-consumer', 'idempotent', 'idempotent-cut', 'log-dirs', 'metadata', 'metadata-rules', 'produce', 'roundtrip',
   'streams-eos', 'topic-partitions', 'txn', 'txn-cluster',
 ];
 
@@ -31,6 +31,9 @@ const BROKER_DESCRIPTIONS = {
 };
 
 const CLUSTER_SIZE = 3;
+// Every broker, gregor's and Kafka's, single or in a cluster, has two log directories (JBOD):
+// partitions spread over them, and the log-dirs scenario moves replicas between them.
+const LOG_DIRS = 2;
 // Both clusters: user topics and the internal ones get 3 replicas and need 2 in sync.
 // Leadership moves only when a scenario makes it (a broker killed and restarted): the periodic
 // preferred-leader election (every 300 s) would otherwise move coordinators under whichever
@@ -293,6 +296,7 @@ async function startBroker(name, { onBrokerLine } = {}) {
       const broker = await withStartGuard('gregor', startRestartableGregor({
         avoid: [proxied.listenerPort, proxied.proxyPort],
         args: (port) => gregorProxiedArgs(proxied, port),
+        logDirs: LOG_DIRS,
       }));
       return { broker, env: proxiedEnv(proxied), ops: singleBrokerOps(broker) };
     } catch (err) {
@@ -309,6 +313,7 @@ async function startBroker(name, { onBrokerLine } = {}) {
         brokers: CLUSTER_SIZE,
         overrides: GREGOR_CLUSTER_OVERRIDES,
         dynamicDefaults: GREGOR_CLUSTER_DYNAMIC_DEFAULTS,
+        logDirs: LOG_DIRS,
         proxied,
         onLine: onBrokerLine,
       }));
@@ -333,6 +338,7 @@ async function startBroker(name, { onBrokerLine } = {}) {
         brokers: CLUSTER_SIZE,
         settings: KAFKA_CLUSTER_SETTINGS,
         heap: KAFKA_CLUSTER_HEAP,
+        logDirs: LOG_DIRS,
         proxied,
       }));
       const ops = clusterOps(cluster);
@@ -347,7 +353,7 @@ async function startBroker(name, { onBrokerLine } = {}) {
     }
     if (typeof startReferenceKafka !== 'function') return { error: `${lib} does not export startReferenceKafka()` };
     const proxied = await reserveProxiedListener();
-    const broker = await withStartGuard('reference Kafka', startReferenceKafka({ proxied }));
+    const broker = await withStartGuard('reference Kafka', startReferenceKafka({ proxied, logDirs: LOG_DIRS }));
     return { broker, env: proxiedEnv(proxied), ops: singleBrokerOps(broker) };
   } catch (err) {
     return { error: err.message };

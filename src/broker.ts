@@ -94,12 +94,19 @@ export class Broker {
   }
 
   static async start(config: BrokerConfig, log: Logger): Promise<Broker> {
-    const dataDir = resolve(config.dataDir);
-    let unlock: () => void;
-    try {
-      unlock = lockDataDir(dataDir);
-    } catch (err) {
-      throw new StartError(`cannot use data directory ${dataDir}: ${(err as Error).message}`);
+    const logDirs = config.logDirs.map((d) => resolve(d));
+    const dataDir = logDirs[0]!;
+    const unlocks: (() => void)[] = [];
+    const unlock = (): void => {
+      for (const u of unlocks.splice(0)) u();
+    };
+    for (const dir of logDirs) {
+      try {
+        unlocks.push(lockDataDir(dir));
+      } catch (err) {
+        unlock();
+        throw new StartError(`cannot use data directory ${dir}: ${(err as Error).message}`);
+      }
     }
     // Bind before writing anything to the directory, so a start that fails leaves
     // nothing behind; on any failure the lock is released at once, because while
@@ -112,6 +119,8 @@ export class Broker {
     let store: MetadataStore | undefined;
     let etcd: EtcdMetadataStore | undefined;
     let logs: LogManager;
+    // Set once the replica manager exists; a directory failing before then is only logged.
+    let onDirFailure: (path: string) => void = () => {};
     const staticConfig = staticBrokerConfig(config);
     try {
       for (const spec of config.listeners) bound.push(await listen(spec, config.maxConnections));
@@ -147,6 +156,14 @@ export class Broker {
       } catch (err) {
         throw new StartError(`cannot use data directory ${dataDir}: ${(err as Error).message}`);
       }
+      // Every other log directory belongs to the same cluster and node, each with its own directory id.
+      for (const dir of logDirs.slice(1)) {
+        try {
+          loadOrCreateIdentity(dir, config.nodeId, { clusterId: identity.clusterId, store: etcd ? 'etcd' : 'local' });
+        } catch (err) {
+          throw new StartError(`cannot use data directory ${dir}: ${(err as Error).message}`);
+        }
+      }
       // Before any log opens: another broker with this node id would otherwise see its partitions served here.
       if (etcd) {
         try {
@@ -160,7 +177,8 @@ export class Broker {
         // Logs that were not closed cleanly recover here, before any client is served,
         // each with its topic's config (static and dynamic broker defaults, topic overrides).
         const view = BrokerConfigs.of(store.image(), staticConfig, config.nodeId);
-        logs = LogManager.open(dataDir, {
+        logs = LogManager.open(logDirs, {
+          onDirFailure: (path) => onDirFailure(path),
           defaults: view.logDefaults(),
           topicConfigs: topicLogConfigs(store.image(), staticConfig, config.nodeId),
           log,

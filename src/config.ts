@@ -5,6 +5,7 @@
  * never silently falls back to a default.
  */
 import { readFileSync } from 'node:fs';
+import { resolve as resolvePath, sep } from 'node:path';
 import { parseProperties } from '../storage/atomic-file.js';
 
 type Kind = 'int' | 'long' | 'bool' | 'string' | 'list';
@@ -21,7 +22,7 @@ interface Def {
 export const CONFIG_DEFS = {
   'listeners': { kind: 'list', default: 'PLAINTEXT://127.0.0.1:9092', doc: 'Addresses to listen on, NAME://HOST:PORT, comma-separated. Port 0 picks a free port.' },
   'advertised.listeners': { kind: 'list', default: null, doc: 'Addresses given to clients in Metadata, per listener name. Defaults to the bound listeners.' },
-  'log.dirs': { kind: 'list', default: null, doc: 'Data directory (the first entry is used). Overrides log.dir.' },
+  'log.dirs': { kind: 'list', default: null, doc: 'Log directories, comma-separated (JBOD): new partitions go to the one holding the fewest; the first also keeps the broker\'s own files. Overrides log.dir.' },
   'log.dir': { kind: 'string', default: './data', doc: 'Data directory when log.dirs is not set.' },
   'node.id': { kind: 'int', default: '1', doc: 'This broker\'s id.', min: 0 },
   'broker.id': { kind: 'int', default: null, doc: 'Older name of node.id; used when node.id is not set.', min: 0 },
@@ -87,7 +88,10 @@ export interface BrokerConfig {
   readonly raw: ReadonlyMap<ConfigKey, string>;
   readonly listeners: readonly ListenerSpec[];
   readonly advertisedListeners: readonly ListenerSpec[] | null;
+  /** The first of logDirs: the broker's own files (meta.properties, the local metadata store) live there. */
   readonly dataDir: string;
+  /** log.dirs (or log.dir), in order. */
+  readonly logDirs: readonly string[];
   readonly nodeId: number;
   readonly rack: string | null;
   readonly metadata: MetadataStoreSpec;
@@ -234,7 +238,14 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     if (a.host === '' || a.host === '0.0.0.0' || a.host === '::') throw new ConfigError(`advertised.listeners: ${a.name} needs a host clients can reach, not "${a.host}"`);
   }
   const dirs = get('log.dirs');
-  const dataDir = dirs !== null ? dirs.split(',')[0]!.trim() : get('log.dir')!;
+  const logDirs = dirs !== null ? dirs.split(',').map((d) => d.trim()).filter((d) => d !== '') : [get('log.dir')!];
+  if (logDirs.length === 0) throw new ConfigError('log.dirs: no directory given; e.g. log.dirs=/var/lib/gregor/d1,/var/lib/gregor/d2');
+  const resolvedDirs = logDirs.map((d) => resolvePath(d));
+  const twice = resolvedDirs.find((d, i) => resolvedDirs.indexOf(d) !== i);
+  if (twice !== undefined) throw new ConfigError(`log.dirs: ${twice} is listed twice; list each directory once`);
+  const nested = resolvedDirs.find((d) => resolvedDirs.some((o) => o !== d && d.startsWith(o.endsWith(sep) ? o : o + sep)));
+  if (nested !== undefined) throw new ConfigError(`log.dirs: ${nested} is inside another of the log directories; give directories that do not contain each other`);
+  const dataDir = logDirs[0]!;
   if (raw.has('node.id') && raw.has('broker.id') && int('node.id') !== int('broker.id')) {
     throw new ConfigError(`node.id=${raw.get('node.id')} and broker.id=${raw.get('broker.id')} differ; set only node.id`);
   }
@@ -244,6 +255,7 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     listeners,
     advertisedListeners,
     dataDir,
+    logDirs,
     nodeId,
     rack: get('broker.rack'),
     metadata: parseMetadataStore(get('metadata.store')!, get('metadata.etcd.root')!),

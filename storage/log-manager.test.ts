@@ -318,29 +318,44 @@ describe('LogManager background work', () => {
     expect(reopened.get('t', 0)!.highWatermark).toBe(2n);
   });
 
-  it('goes on with the other logs when one goes offline, and says so once', async () => {
+  it('takes the directory of a log that meets an I/O error offline, goes on with the other directories, and says so once', async () => {
     let now = 5500;
     const fs = new FaultyFs();
     const logger = recorder();
-    const m = open(tempDir(), { fs, now: () => now, log: logger, defaults: logConfig({ retentionMs: 1000 }), ...fast });
-    // Created first, so a tick meets it before the healthy one.
+    const [d1, d2] = [tempDir(), tempDir()];
+    const m = LogManager.open([d1, d2], { fs, now: () => now, log: logger, defaults: logConfig({ retentionMs: 1000 }), ...fast });
+    managers.push(m);
+    // Placement alternates between the two directories (fewest partitions first).
     const bad = m.getOrCreate('bad', 0);
     const good = m.getOrCreate('good', 0);
+    const neighbour = m.getOrCreate('neighbour', 0);
+    expect([m.logDirOf('bad', 0), m.logDirOf('good', 0), m.logDirOf('neighbour', 0)]).toEqual([d1, d2, d1]);
     segments(bad, [5000n, 6000n]);
     segments(good, [5000n, 6000n]);
+    segments(neighbour, [5000n, 6000n]);
     fs.failNextWrite('EIO', (path) => path.includes(`${sep}bad-0${sep}`));
     m.start();
     await vi.waitFor(() => expect(bad.isOffline).toBe(true), { timeout: 5000, interval: 10 });
+    // The whole directory went with it: its other log refuses writes too.
+    await vi.waitFor(() => expect(neighbour.isOffline).toBe(true), { timeout: 5000, interval: 10 });
+    expect(() => append(neighbour, [['x', '1']])).toThrow(/failed in/);
 
     now = 6500;
     await vi.waitFor(() => expect(good.logStartOffset).toBe(10n), { timeout: 5000, interval: 10 });
     await new Promise((r) => setTimeout(r, 50));
     expect(bad.logStartOffset).toBe(0n);
-    const offline = logger.lines.filter((l) => l.level === 'warn' && l.obj.topic === 'bad');
-    expect(offline).toHaveLength(1);
-    expect(offline[0]!.msg).toContain('offline');
-    expect(logger.lines.some((l) => l.level === 'warn' && l.obj.topic === 'good')).toBe(false);
-    // Reads go on; the offline log still closes its files.
+    expect(neighbour.logStartOffset).toBe(0n);
+    const dirLines = logger.lines.filter((l) => l.level === 'warn' && l.obj.logDir === d1);
+    expect(dirLines).toHaveLength(1);
+    expect(dirLines[0]!.msg).toContain('log directory failed');
+    expect(dirLines[0]!.obj.partitions).toBe(2);
+    expect(logger.lines.filter((l) => l.level === 'warn' && l.obj.topic === 'neighbour')).toEqual([]);
+    expect(logger.lines.some((l) => l.level === 'warn' && (l.obj.topic === 'good' || l.obj.logDir === d2))).toBe(false);
+    expect(m.logDirs().map((d) => d.failure !== null)).toEqual([true, false]);
+    // New partitions go to the directory still online.
+    m.getOrCreate('later', 0);
+    expect(m.logDirOf('later', 0)).toBe(d2);
+    // Reads go on; the offline logs still close their files.
     expect(contents(bad)).toHaveLength(20);
     await m.close();
     expect(fs.openCount()).toBe(0);

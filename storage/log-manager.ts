@@ -1,7 +1,26 @@
 /**
- * The owner of every partition log in one data directory, in Kafka's layout:
- * partition `p` of topic `t` lives in the directory `<t>-<p>` (topic names
- * may contain '-', the partition is what follows the last one).
+ * The owner of every partition log in the broker's log directories
+ * (log.dirs), in Kafka's layout: partition `p` of topic `t` lives in the
+ * directory `<t>-<p>` of one of them (topic names may contain '-', the
+ * partition is what follows the last one).
+ *
+ * Several directories (JBOD), as Kafka runs them:
+ * - a new partition goes to the online directory holding the fewest
+ *   partitions (the first of those tied), unless `moveLog` named one for it
+ *   before it existed;
+ * - a directory is online or offline. One that cannot be read at open, or in
+ *   which any log meets an I/O error later, goes offline with every log in it
+ *   (they answer KAFKA_STORAGE_ERROR) until the broker restarts; the other
+ *   directories go on. The open fails only when no directory is left online;
+ * - `moveLog` moves a partition to another directory while it serves
+ *   (AlterReplicaLogDirs): a future log `<t>-<p>.<uuid>-future` in the
+ *   target directory copies the current one in the background, and once it
+ *   has caught up it takes the current log's place in one step between two
+ *   requests (the old directory renamed for deletion first, then the future
+ *   one renamed to `<t>-<p>`). A move interrupted by a restart resumes; a
+ *   future log found without its current one (the restart came between the
+ *   two renames) becomes the partition's log, unless a directory is offline
+ *   (the current log may be in it).
  *
  * Besides opening, creating and deleting logs, the manager runs the
  * background work Kafka's LogManager runs, each on its own unref'd timer
@@ -46,7 +65,7 @@
  * the logs themselves: a timer tick runs between two requests, never inside
  * one.
  */
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { crypto, fsPromises } from '../wire/builtins.js';
 import { readCleanerOffsetCheckpoint, type TopicPartitionOffset, writeCleanerOffsetCheckpoint } from './checkpoint.js';
 import { LogCleaner, type CleanStep } from './cleaner.js';
@@ -85,7 +104,12 @@ export interface LogManagerOptions {
   producerIdExpirationMs?: number;
   /** producer.id.expiration.check.interval.ms: how often expired producers are removed. Kafka's default: 600000. */
   producerIdExpirationCheckIntervalMs?: number;
+  /** Told the path of a log directory that has just gone offline. */
+  onDirFailure?: (path: string) => void;
 }
+
+/** One partition has logs in two directories: the broker cannot tell which to serve. */
+export class DuplicateLogError extends StorageError {}
 
 export interface ManagedLog {
   readonly topic: string;
@@ -93,12 +117,43 @@ export interface ManagedLog {
   readonly log: PartitionLog;
 }
 
+/** One of log.dirs. */
+interface DirState {
+  readonly path: string;
+  /** Why the directory is offline; null while it is online. */
+  failure: Error | null;
+}
+
+/** A partition on its way to another directory (AlterReplicaLogDirs). */
+interface Move {
+  readonly target: number;
+  /** The future log's directory: `<t>-<p>.<uuid>-future` in the target. */
+  readonly dir: string;
+  readonly log: PartitionLog;
+  /** The current log's truncations when the future log last matched it. */
+  truncationsSeen: number;
+}
+
+/** What DescribeLogDirs reports of one directory. */
+export interface LogDirReport {
+  readonly path: string;
+  /** null while online. */
+  readonly failure: string | null;
+  readonly logs: readonly { readonly topic: string; readonly partition: number; readonly size: number; readonly isFuture: boolean; readonly offsetLag: bigint }[];
+}
+
+/** How `moveLog` answered. */
+export type MoveOutcome = 'moving' | 'here' | 'preferred' | 'unknown-dir' | 'offline-dir' | 'offline-log';
+
 interface Entry {
   readonly key: string;
   readonly topic: string;
   readonly partition: number;
-  readonly dir: string;
+  dir: string;
+  /** Index in log.dirs of the directory holding `dir`. */
+  dirIndex: number;
   log: PartitionLog;
+  move: Move | null;
   /** Created when the log is first compacted; dropped when the log is reopened. */
   cleaner: LogCleaner | null;
   /** log.truncations when the cleaner checkpoint last took this log into account. */
@@ -114,6 +169,16 @@ const MAX_TOPIC_LENGTH = 249;
 const PARTITION_DIR = /^(.+)-(0|[1-9]\d{0,9})$/;
 const DELETE_SUFFIX = '-delete';
 const DELETE_DIR = /^(.+)-(0|[1-9]\d{0,9})\.([0-9a-f]{32})-delete$/;
+const FUTURE_SUFFIX = '-future';
+const FUTURE_DIR = /^(.+)-(0|[1-9]\d{0,9})\.([0-9a-f]{32})-future$/;
+/** Bytes the background move copies per turn of the event loop, over all moves. */
+const MOVE_BYTES_PER_TICK = 4 << 20;
+/** Batch header fields read when copying a log (RecordBatch v2 layout). */
+const BATCH_BASE_OFFSET = 0;
+const BATCH_LENGTH_AT = 8;
+const BATCH_LAST_OFFSET_DELTA = 23;
+const BATCH_MAX_TIMESTAMP = 35;
+const BATCH_LOG_OVERHEAD = 12;
 const MAX_PARTITION = 0x7fffffff;
 
 const noopLogger: LogManagerLogger = { warn: () => {}, info: () => {} };
@@ -197,14 +262,22 @@ export class LogManager {
   private readonly runningDeletes = new Set<Promise<void>>();
   /** `-delete` directories found at open, removed once started. */
   private leftoverDeletes: string[] = [];
+  private readonly dirs: DirState[];
+  /** Directories named for partitions that had no log yet (AlterReplicaLogDirs before creation), by key. */
+  private readonly preferredDirs = new Map<string, number>();
+  private moverTimer: NodeJS.Timeout | null = null;
+  private readonly onDirFailure: ((path: string) => void) | undefined;
   private started = false;
   private closed = false;
 
   private constructor(
-    readonly dataDir: string,
+    dirs: readonly string[],
     readonly defaults: LogConfig,
     opts: LogManagerOptions,
   ) {
+    if (dirs.length === 0) throw new RangeError('at least one log directory is needed');
+    this.dirs = dirs.map((path) => ({ path, failure: null }));
+    this.onDirFailure = opts.onDirFailure;
     this.fs = opts.fs ?? nodeFs;
     this.now = opts.now ?? Date.now;
     this.logger = opts.log ?? noopLogger;
@@ -223,51 +296,142 @@ export class LogManager {
   }
 
   /**
-   * Opens every partition log in `dataDir` (creating the directory when
-   * missing); a log that was not closed cleanly recovers. Entries that are
-   * not partition directories are left alone. A log that cannot be opened
-   * (an I/O error: recovery itself copes with torn and corrupt data) fails
-   * the whole open, as a log directory with an unreadable log goes offline
-   * in Kafka, after closing the logs opened so far.
+   * Opens every partition log in the log directories `dataDirs` (one path or
+   * several, each created when missing); a log that was not closed cleanly
+   * recovers. Entries that are not partition directories are left alone. A
+   * log that cannot be opened (an I/O error: recovery itself copes with torn
+   * and corrupt data) takes its directory offline, as in Kafka, after
+   * closing the logs opened there; the open fails when no directory is left
+   * online, and when one partition has logs in two directories.
    *
    * Example: a data directory holding `orders-0`, `my-topic-3` and
    * `meta.properties` opens with logs for ('orders', 0) and ('my-topic', 3).
    */
-  static open(dataDir: string, opts: LogManagerOptions): LogManager {
-    const manager = new LogManager(dataDir, opts.defaults, opts);
-    const fs = manager.fs;
-    fs.mkdir(dataDir);
+  static open(dataDirs: string | readonly string[], opts: LogManagerOptions): LogManager {
+    const paths = typeof dataDirs === 'string' ? [dataDirs] : dataDirs;
+    const manager = new LogManager(paths, opts.defaults, opts);
     let recovered = 0;
+    const futures: { dirIndex: number; name: string; topic: string; partition: number }[] = [];
     try {
-      for (const name of fs.readdir(dataDir).sort()) {
-        if (DELETE_DIR.test(name)) {
-          manager.leftoverDeletes.push(join(dataDir, name));
-          continue;
-        }
-        const parsed = parsePartitionDirName(name);
-        if (parsed === null) continue;
-        const dir = join(dataDir, name);
-        if (!isDirectory(fs, dir)) continue;
-        const clean = fs.exists(join(dir, CLEAN_SHUTDOWN_FILE));
-        let log: PartitionLog;
+      for (let i = 0; i < manager.dirs.length; i++) {
         try {
-          log = PartitionLog.open(dir, manager.configFor(parsed.topic), manager.openOptions());
+          recovered += manager.openDir(i, futures);
         } catch (err) {
-          throw new StorageError(`cannot open the log of ${name} in ${dataDir}: ${(err as Error).message}`, { cause: err });
+          if (err instanceof DuplicateLogError) throw err;
+          manager.dropDirAtOpen(i, err as Error);
         }
-        if (!clean) {
-          recovered++;
-          manager.logger.info({ topic: parsed.topic, partition: parsed.partition, logEndOffset: String(log.logEndOffset) }, 'recovered log after unclean shutdown');
-        }
-        manager.add(parsed.topic, parsed.partition, dir, log);
       }
+      if (manager.dirs.every((d) => d.failure !== null)) throw manager.dirs[0]!.failure!;
+      manager.openFutures(futures);
       manager.loadCleanerCheckpoint();
     } catch (err) {
       manager.closeLogs();
       throw err;
     }
-    manager.logger.info({ dataDir, logs: manager.entries.size, recovered }, 'logs loaded');
+    manager.logger.info({ logDirs: paths, logs: manager.entries.size, recovered }, 'logs loaded');
     return manager;
+  }
+
+  /** The first log directory (where the broker keeps its own files). */
+  get dataDir(): string {
+    return this.dirs[0]!.path;
+  }
+
+  /** The log directories in order, each with why it is offline (null when online). */
+  logDirs(): { path: string; failure: Error | null }[] {
+    return this.dirs.map((d) => ({ path: d.path, failure: d.failure }));
+  }
+
+  /** Opens the logs of directory `i`; returns how many recovered. */
+  private openDir(i: number, futures: { dirIndex: number; name: string; topic: string; partition: number }[]): number {
+    const fs = this.fs;
+    const dataDir = this.dirs[i]!.path;
+    fs.mkdir(dataDir);
+    let recovered = 0;
+    for (const name of fs.readdir(dataDir).sort()) {
+      if (DELETE_DIR.test(name)) {
+        this.leftoverDeletes.push(join(dataDir, name));
+        continue;
+      }
+      const future = FUTURE_DIR.exec(name);
+      if (future) {
+        const parsedFuture = parsePartitionDirName(`${future[1]}-${future[2]}`);
+        if (parsedFuture !== null) futures.push({ dirIndex: i, name, ...parsedFuture });
+        continue;
+      }
+      const parsed = parsePartitionDirName(name);
+      if (parsed === null) continue;
+      const dir = join(dataDir, name);
+      if (!isDirectory(fs, dir)) continue;
+      const other = this.entries.get(name);
+      if (other) {
+        throw new DuplicateLogError(
+          `partition ${parsed.partition} of ${parsed.topic} has a log in both ${other.dir} and ${dir}; keep one of them (move the other out of log.dirs) and restart`,
+        );
+      }
+      const clean = fs.exists(join(dir, CLEAN_SHUTDOWN_FILE));
+      let log: PartitionLog;
+      try {
+        log = PartitionLog.open(dir, this.configFor(parsed.topic), this.openOptions(i));
+      } catch (err) {
+        throw new StorageError(`cannot open the log of ${name} in ${dataDir}: ${(err as Error).message}`, { cause: err });
+      }
+      if (!clean) {
+        recovered++;
+        this.logger.info({ topic: parsed.topic, partition: parsed.partition, logEndOffset: String(log.logEndOffset) }, 'recovered log after unclean shutdown');
+      }
+      this.add(parsed.topic, parsed.partition, dir, log, i);
+    }
+    return recovered;
+  }
+
+  /** A directory that could not be opened: its logs are closed and left out, and it stays offline. */
+  private dropDirAtOpen(i: number, err: Error): void {
+    const state = this.dirs[i]!;
+    state.failure = err;
+    for (const entry of [...this.entries.values()]) {
+      if (entry.dirIndex !== i) continue;
+      this.entries.delete(entry.key);
+      try {
+        entry.log.close();
+      } catch {
+        // the directory failed: nothing more to save
+      }
+    }
+    this.leftoverDeletes = this.leftoverDeletes.filter((p) => !p.startsWith(state.path));
+    if (this.dirs.length > 1) {
+      this.logger.warn({ logDir: state.path, err }, 'log directory is offline: its partitions are not served until it is repaired and the broker restarted');
+    }
+  }
+
+  /** Future logs found at open: each resumes its move, or becomes its partition's log when the move was swapping. */
+  private openFutures(futures: readonly { dirIndex: number; name: string; topic: string; partition: number }[]): void {
+    const anyOffline = this.dirs.some((d) => d.failure !== null);
+    for (const f of futures) {
+      const state = this.dirs[f.dirIndex]!;
+      if (state.failure !== null) continue;
+      const path = join(state.path, f.name);
+      const key = partitionDirName(f.topic, f.partition);
+      const entry = this.entries.get(key);
+      try {
+        if (entry && entry.dirIndex !== f.dirIndex && entry.move === null) {
+          const log = PartitionLog.open(path, this.configFor(f.topic), this.openOptions(f.dirIndex));
+          entry.move = { target: f.dirIndex, dir: path, log, truncationsSeen: -1 };
+          this.logger.info({ topic: f.topic, partition: f.partition, logDir: state.path }, 'resuming the move of a log to another directory');
+        } else if (!entry && !anyOffline) {
+          const dir = join(state.path, key);
+          this.fs.rename(path, dir);
+          this.fs.syncDir(state.path);
+          const log = PartitionLog.open(dir, this.configFor(f.topic), this.openOptions(f.dirIndex));
+          this.add(f.topic, f.partition, dir, log, f.dirIndex);
+          this.logger.info({ topic: f.topic, partition: f.partition, logDir: state.path }, 'finished moving a log to another directory');
+        } else if (entry) {
+          this.leftoverDeletes.push(path);
+        }
+      } catch (err) {
+        throw new StorageError(`cannot open the future log ${path}: ${(err as Error).message}`, { cause: err });
+      }
+    }
   }
 
   /** The log of a partition, or undefined when this directory holds none. */
@@ -303,7 +467,7 @@ export class LogManager {
   getOrCreateMany(parts: readonly { topic: string; partition: number; config?: LogConfig }[]): (PartitionLog | Error)[] {
     this.checkOpen();
     const out: (PartitionLog | Error)[] = [];
-    const created: { index: number; name: string; dir: string; topic: string; partition: number }[] = [];
+    const created: { index: number; name: string; dir: string; dirIndex: number; topic: string; partition: number }[] = [];
     for (const { topic, partition, config } of parts) {
       try {
         checkPartitionName(topic, partition);
@@ -313,31 +477,39 @@ export class LogManager {
           out.push(existing.log);
           continue;
         }
-        const dir = join(this.dataDir, name);
-        const log = PartitionLog.open(dir, config ?? this.configFor(topic), this.openOptions());
-        created.push({ index: out.length, name, dir, topic, partition });
+        const dirIndex = this.placeNew(name);
+        const dir = join(this.dirs[dirIndex]!.path, name);
+        const log = PartitionLog.open(dir, config ?? this.configFor(topic), this.openOptions(dirIndex));
+        created.push({ index: out.length, name, dir, dirIndex, topic, partition });
         out.push(log);
         // Listed at once, so that a partition named twice gets the same log.
-        this.add(topic, partition, dir, log);
+        this.add(topic, partition, dir, log, dirIndex);
+        this.preferredDirs.delete(name);
       } catch (err) {
         out.push(err as Error);
       }
     }
     if (created.length === 0) return out;
-    try {
-      this.fs.syncDir(this.dataDir);
-    } catch (err) {
-      const failed = new Map<PartitionLog, StorageError>();
-      for (const c of created) {
-        const log = out[c.index] as PartitionLog;
-        this.entries.delete(c.name);
-        try {
-          log.close();
-        } catch {
-          // already failing: the sync error is the one to report
+    const failed = new Map<PartitionLog, StorageError>();
+    for (const dirIndex of new Set(created.map((c) => c.dirIndex))) {
+      const path = this.dirs[dirIndex]!.path;
+      try {
+        this.fs.syncDir(path);
+      } catch (err) {
+        for (const c of created) {
+          if (c.dirIndex !== dirIndex) continue;
+          const log = out[c.index] as PartitionLog;
+          this.entries.delete(c.name);
+          try {
+            log.close();
+          } catch {
+            // already failing: the sync error is the one to report
+          }
+          failed.set(log, new StorageError(`cannot sync ${path} after creating ${c.name}: ${(err as Error).message}`, { cause: err }));
         }
-        failed.set(log, new StorageError(`cannot sync ${this.dataDir} after creating ${c.name}: ${(err as Error).message}`, { cause: err }));
       }
+    }
+    if (failed.size > 0) {
       // A partition named twice got the same new log at both places.
       return out.map((r) => (r instanceof Error ? r : (failed.get(r) ?? r)));
     }
@@ -351,6 +523,291 @@ export class LogManager {
   /** Every log, in no particular order. */
   all(): ManagedLog[] {
     return [...this.entries.values()].map(({ topic, partition, log }) => ({ topic, partition, log }));
+  }
+
+  /**
+   * The directory a new partition goes to: the one named for it by moveLog
+   * when online, else the online directory with the fewest partitions (future
+   * logs included), the first of those tied. Throws StorageError when every
+   * directory is offline.
+   */
+  private placeNew(key: string): number {
+    const preferred = this.preferredDirs.get(key);
+    if (preferred !== undefined && this.dirs[preferred]!.failure === null) return preferred;
+    const counts = this.dirs.map(() => 0);
+    for (const e of this.entries.values()) {
+      counts[e.dirIndex]!++;
+      if (e.move) counts[e.move.target]!++;
+    }
+    let best = -1;
+    for (let i = 0; i < this.dirs.length; i++) {
+      if (this.dirs[i]!.failure !== null) continue;
+      if (best < 0 || counts[i]! < counts[best]!) best = i;
+    }
+    if (best < 0) throw new StorageError('every log directory is offline; repair the disks and restart the broker');
+    return best;
+  }
+
+  /**
+   * The log directory `path` is, as an index into log.dirs, or -1. Paths are
+   * compared resolved, so a trailing '/' or a relative path still matches.
+   */
+  private dirIndexOf(path: string): number {
+    const wanted = resolve(path);
+    return this.dirs.findIndex((d) => resolve(d.path) === wanted);
+  }
+
+  /**
+   * AlterReplicaLogDirs for one partition: starts moving its log to the log
+   * directory `path` ('moving'; a move to another directory under way is
+   * dropped first), or, for a partition with no log here yet, remembers
+   * `path` as where it is created ('preferred'). 'here' when the log already
+   * is there (a move under way elsewhere is dropped); 'unknown-dir' when
+   * `path` is not one of log.dirs; 'offline-dir' when it is offline, or
+   * another directory is (no future log is made then, as in Kafka);
+   * 'offline-log' when the partition's own directory is offline.
+   *
+   * Example: with log.dirs /d1,/d2 and orders-0 in /d1, moveLog('orders', 0,
+   * '/d2') -> 'moving'; a little later logDirOf('orders', 0) is '/d2'.
+   */
+  moveLog(topic: string, partition: number, path: string): MoveOutcome {
+    this.checkOpen();
+    const target = this.dirIndexOf(path);
+    if (target < 0) return 'unknown-dir';
+    if (this.dirs[target]!.failure !== null) return 'offline-dir';
+    const key = partitionDirName(topic, partition);
+    const entry = this.entries.get(key);
+    if (!entry) {
+      this.preferredDirs.set(key, target);
+      return 'preferred';
+    }
+    if (this.dirs[entry.dirIndex]!.failure !== null || entry.log.isOffline) return 'offline-log';
+    if (entry.move && entry.move.target !== target) this.abandonMove(entry, 'moved elsewhere');
+    if (entry.dirIndex === target) return 'here';
+    if (entry.move) return 'moving';
+    if (this.dirs.some((d) => d.failure !== null)) return 'offline-dir';
+    const dir = join(this.dirs[target]!.path, `${key}.${crypto().randomUUID().replace(/-/g, '')}${FUTURE_SUFFIX}`);
+    const log = PartitionLog.open(dir, entry.log.config, this.openOptions(target));
+    this.fs.syncDir(this.dirs[target]!.path);
+    entry.move = { target, dir, log, truncationsSeen: -1 };
+    this.logger.info({ topic, partition, from: this.dirs[entry.dirIndex]!.path, to: this.dirs[target]!.path }, 'moving a log to another directory');
+    this.scheduleMover();
+    return 'moving';
+  }
+
+  /** The log directory holding a partition's log, or undefined. Example: logDirOf('orders', 0) -> '/d1'. */
+  logDirOf(topic: string, partition: number): string | undefined {
+    const entry = this.entries.get(partitionDirName(topic, partition));
+    return entry ? this.dirs[entry.dirIndex]!.path : undefined;
+  }
+
+  /**
+   * Every directory with its logs, as DescribeLogDirs reports them: each
+   * log's size, and for a future log (a move under way) isFuture with how far
+   * it is behind the current log's end.
+   */
+  describeDirs(): LogDirReport[] {
+    const logs = this.dirs.map(() => [] as { topic: string; partition: number; size: number; isFuture: boolean; offsetLag: bigint }[]);
+    for (const e of this.entries.values()) {
+      if (this.dirs[e.dirIndex]!.failure === null) logs[e.dirIndex]!.push({ topic: e.topic, partition: e.partition, size: e.log.size, isFuture: false, offsetLag: 0n });
+      if (e.move && this.dirs[e.move.target]!.failure === null) {
+        const lag = e.log.logEndOffset - e.move.log.logEndOffset;
+        logs[e.move.target]!.push({ topic: e.topic, partition: e.partition, size: e.move.log.size, isFuture: true, offsetLag: lag > 0n ? lag : 0n });
+      }
+    }
+    return this.dirs.map((d, i) => ({ path: d.path, failure: d.failure === null ? null : d.failure.message, logs: d.failure === null ? logs[i]! : [] }));
+  }
+
+  /**
+   * Takes directory `i` offline for good (until a restart): every log in it
+   * goes offline, moves into or out of it are dropped. Logged once.
+   */
+  private failDir(i: number, cause: Error): void {
+    const state = this.dirs[i]!;
+    if (state.failure !== null || this.closed) return;
+    state.failure = cause;
+    const err = cause instanceof StorageError ? cause : new StorageError(cause.message, { cause });
+    let partitions = 0;
+    for (const entry of this.entries.values()) {
+      if (entry.move && (entry.move.target === i || entry.dirIndex === i)) this.abandonMove(entry, 'a directory failed', false);
+      if (entry.dirIndex !== i) continue;
+      partitions++;
+      entry.offlineReported = true;
+      entry.log.takeOffline(err);
+    }
+    const online = this.dirs.filter((d) => d.failure === null).length;
+    this.logger.warn(
+      { logDir: state.path, partitions, onlineDirs: online, err: cause },
+      online > 0
+        ? 'log directory failed: its partitions answer KAFKA_STORAGE_ERROR until the disk is repaired and the broker restarted; the other directories go on'
+        : 'the last online log directory failed: no partition can be served until the disks are repaired and the broker restarted',
+    );
+    this.onDirFailure?.(state.path);
+  }
+
+  /** Drops a move: closes the future log and deletes its directory (when the disk allows). */
+  private abandonMove(entry: Entry, why: string, remove = true): void {
+    const move = entry.move;
+    if (!move) return;
+    entry.move = null;
+    try {
+      move.log.close();
+    } catch {
+      // its directory may have failed: nothing to save in a future log
+    }
+    if (remove && this.dirs[move.target]!.failure === null) this.scheduleRemoval(move.dir, 0);
+    this.logger.info({ topic: entry.topic, partition: entry.partition, why }, 'stopped moving a log to another directory');
+  }
+
+  private scheduleMover(): void {
+    if (this.closed || !this.started || this.moverTimer !== null) return;
+    const t = setTimeout(() => {
+      this.moverTimer = null;
+      if (this.moveStep()) this.scheduleMover();
+    }, 0);
+    t.unref();
+    this.moverTimer = t;
+  }
+
+  /**
+   * Copies up to MOVE_BYTES_PER_TICK from current logs to their future logs
+   * and swaps each future log that has caught up. Returns whether moves remain.
+   */
+  moveStep(budget = MOVE_BYTES_PER_TICK): boolean {
+    if (this.closed) return false;
+    let remaining = false;
+    for (const entry of [...this.entries.values()]) {
+      if (!entry.move) continue;
+      if (budget <= 0) {
+        remaining = true;
+        break;
+      }
+      try {
+        budget -= this.copyToFuture(entry, budget);
+        if (entry.move.log.logEndOffset === entry.log.logEndOffset) this.swapFuture(entry);
+        else remaining = true;
+      } catch (err) {
+        if (entry.move && entry.move.log.isOffline) {
+          this.failDir(entry.move.target, err as Error);
+        } else if (entry.log.isOffline) {
+          this.abandonMove(entry, 'the current log is offline', false);
+        } else {
+          this.logger.warn({ topic: entry.topic, partition: entry.partition, err }, 'moving a log to another directory failed; the log stays where it was');
+          this.abandonMove(entry, 'the copy failed');
+        }
+      }
+    }
+    return remaining;
+  }
+
+  /** Appends to the future log what the current log has beyond it; returns the bytes copied. */
+  private copyToFuture(entry: Entry, budget: number): number {
+    const src = entry.log;
+    const move = entry.move!;
+    const dst = move.log;
+    if (move.truncationsSeen !== src.truncations || dst.logEndOffset > src.logEndOffset || dst.logEndOffset < src.logStartOffset) {
+      // A truncated current log (or one past retention) is copied again from its start.
+      if (dst.logEndOffset !== src.logStartOffset || dst.logStartOffset !== src.logStartOffset) dst.truncateFullyAndStartAt(src.logStartOffset);
+      move.truncationsSeen = src.truncations;
+    }
+    let copied = 0;
+    while (dst.logEndOffset < src.logEndOffset && copied < budget) {
+      const bytes = src.readBuffer(dst.logEndOffset, Math.min(budget - copied, 1 << 20));
+      if (bytes === null || bytes.length === 0) break;
+      const appended: { baseOffset: bigint; lastOffset: bigint; maxTimestamp: bigint; position: number; size: number }[] = [];
+      let at = 0;
+      while (at + BATCH_LOG_OVERHEAD <= bytes.length) {
+        const size = BATCH_LOG_OVERHEAD + bytes.readInt32BE(at + BATCH_LENGTH_AT);
+        if (at + size > bytes.length) break;
+        const baseOffset = bytes.readBigInt64BE(at + BATCH_BASE_OFFSET);
+        appended.push({ baseOffset, lastOffset: baseOffset + BigInt(bytes.readInt32BE(at + BATCH_LAST_OFFSET_DELTA)), maxTimestamp: bytes.readBigInt64BE(at + BATCH_MAX_TIMESTAMP), position: at, size });
+        at += size;
+      }
+      const fresh = appended.filter((b) => b.lastOffset >= dst.logEndOffset);
+      if (fresh.length === 0) break;
+      const first = fresh[0]!;
+      // The log start may fall inside a batch: the future log starts at that batch, and at the log start once swapped.
+      if (first.baseOffset < dst.logEndOffset) dst.truncateFullyAndStartAt(first.baseOffset);
+      const last = fresh[fresh.length - 1]!;
+      let maxTimestamp = -1n;
+      let offsetOfMaxTimestamp = first.baseOffset;
+      for (const b of fresh) {
+        if (b.maxTimestamp > maxTimestamp) {
+          maxTimestamp = b.maxTimestamp;
+          offsetOfMaxTimestamp = b.lastOffset;
+        }
+      }
+      const chunk = bytes.subarray(first.position, last.position + last.size);
+      dst.appendValidated(chunk, {
+        firstOffset: first.baseOffset,
+        lastOffset: last.lastOffset,
+        maxTimestamp,
+        offsetOfMaxTimestamp,
+        appended: fresh.map((b) => ({ ...b, position: b.position - first.position })),
+      });
+      copied += chunk.length;
+    }
+    return copied;
+  }
+
+  /**
+   * The future log has caught up: it takes the current log's place. Between
+   * two requests, so nothing is appended meanwhile. The current log's
+   * directory is renamed for deletion before the future one takes its name
+   * (see the restart rules above).
+   */
+  private swapFuture(entry: Entry): void {
+    const move = entry.move!;
+    const src = entry.log;
+    const dst = move.log;
+    // Epochs begun after the last copied batch (a leader elected since) have no batch to bring them.
+    const latest = dst.leaderEpochs.latestEntry()?.epoch ?? -1;
+    for (const e of src.leaderEpochs.entries) if (e.epoch > latest && e.startOffset >= dst.logStartOffset) dst.maybeAssignEpochStartOffset(e.epoch, e.startOffset);
+    dst.updateHighWatermark(src.highWatermark < dst.logEndOffset ? src.highWatermark : dst.logEndOffset);
+    if (src.logStartOffset > dst.logStartOffset) dst.deleteRecordsBefore(src.logStartOffset);
+    dst.close();
+    const from = this.dirs[entry.dirIndex]!.path;
+    const to = this.dirs[move.target]!.path;
+    const finalDir = join(to, entry.key);
+    const delayMs = src.config.fileDeleteDelayMs;
+    try {
+      src.close();
+    } catch (err) {
+      this.logger.warn({ topic: entry.topic, partition: entry.partition, err }, 'error closing the log being replaced by its moved copy');
+    }
+    const aside = join(from, `${entry.key}.${crypto().randomUUID().replace(/-/g, '')}${DELETE_SUFFIX}`);
+    entry.move = null;
+    try {
+      this.fs.rename(entry.dir, aside);
+      try {
+        this.fs.rename(move.dir, finalDir);
+      } catch (err) {
+        this.fs.rename(aside, entry.dir);
+        throw err;
+      }
+      this.fs.syncDir(from);
+      this.fs.syncDir(to);
+    } catch (err) {
+      // Both logs are closed: the current one serves again from where it was; the copy goes.
+      this.logger.warn({ topic: entry.topic, partition: entry.partition, err }, 'cannot swap a moved log into place; it stays where it was');
+      this.scheduleRemoval(move.dir, 0);
+      try {
+        entry.log = PartitionLog.open(entry.dir, src.config, this.openOptions(entry.dirIndex));
+      } catch (reopenErr) {
+        this.failDir(entry.dirIndex, reopenErr as Error);
+      }
+      return;
+    }
+    entry.dir = finalDir;
+    entry.dirIndex = move.target;
+    entry.log = PartitionLog.open(finalDir, src.config, this.openOptions(move.target));
+    entry.cleaner = null;
+    entry.cleanerTruncationsSeen = entry.log.truncations;
+    entry.uncleanable = false;
+    entry.offlineReported = false;
+    if (this.cleanerOffsets.has(entry.key)) this.writeCleanerCheckpoint();
+    this.scheduleRemoval(aside, delayMs);
+    this.logger.info({ topic: entry.topic, partition: entry.partition, from, to, logEndOffset: String(entry.log.logEndOffset) }, 'moved a log to another directory');
   }
 
   /**
@@ -369,7 +826,9 @@ export class LogManager {
     const entry = this.entries.get(name);
     if (!entry) return false;
     this.entries.delete(name);
+    this.preferredDirs.delete(name);
     if (this.cleanerResumeKey === name) this.cleanerResumeKey = null;
+    this.abandonMove(entry, 'the partition is deleted');
     const delayMs = entry.log.config.fileDeleteDelayMs;
     try {
       entry.log.close();
@@ -377,10 +836,11 @@ export class LogManager {
       // The data is going; a log that cannot sync on its way out does not stop that.
       this.logger.warn({ topic, partition, err }, 'error closing a log being deleted');
     }
-    const target = join(this.dataDir, `${name}.${crypto().randomUUID().replace(/-/g, '')}${DELETE_SUFFIX}`);
+    const parent = this.dirs[entry.dirIndex]!.path;
+    const target = join(parent, `${name}.${crypto().randomUUID().replace(/-/g, '')}${DELETE_SUFFIX}`);
     try {
       this.fs.rename(entry.dir, target);
-      this.fs.syncDir(this.dataDir);
+      this.fs.syncDir(parent);
     } catch (err) {
       throw new StorageError(`cannot rename ${entry.dir} for deletion: ${(err as Error).message}`, { cause: err });
     }
@@ -410,7 +870,7 @@ export class LogManager {
       if (this.noteTruncation(entry)) this.writeCleanerCheckpoint();
       try {
         entry.log.close();
-        entry.log = PartitionLog.open(entry.dir, config, this.openOptions());
+        entry.log = PartitionLog.open(entry.dir, config, this.openOptions(entry.dirIndex));
         entry.cleanerTruncationsSeen = entry.log.truncations;
         entry.cleaner = null;
         entry.uncleanable = false;
@@ -435,6 +895,7 @@ export class LogManager {
     this.every(this.producerExpirationCheckMs, () => this.producerExpirationTick());
     if (this.cleanerEnabled) this.scheduleCleaner(this.cleanerBackoffMs);
     for (const path of this.leftoverDeletes.splice(0)) this.scheduleRemoval(path, 0);
+    if ([...this.entries.values()].some((e) => e.move !== null)) this.scheduleMover();
     return this;
   }
 
@@ -450,6 +911,8 @@ export class LogManager {
     for (const t of this.intervals.splice(0)) clearInterval(t);
     if (this.cleanerTimer) clearTimeout(this.cleanerTimer);
     this.cleanerTimer = null;
+    if (this.moverTimer) clearTimeout(this.moverTimer);
+    this.moverTimer = null;
     for (const t of this.delayedDeletes.values()) clearTimeout(t);
     this.delayedDeletes.clear();
     if (this.noteTruncations()) this.writeCleanerCheckpoint();
@@ -462,14 +925,16 @@ export class LogManager {
     return this.topicConfigs.get(topic) ?? this.defaults;
   }
 
-  private add(topic: string, partition: number, dir: string, log: PartitionLog): void {
+  private add(topic: string, partition: number, dir: string, log: PartitionLog, dirIndex: number): void {
     const key = partitionDirName(topic, partition);
     this.entries.set(key, {
       key,
       topic,
       partition,
       dir,
+      dirIndex,
       log,
+      move: null,
       cleaner: null,
       cleanerTruncationsSeen: log.truncations,
       uncleanable: false,
@@ -479,6 +944,13 @@ export class LogManager {
 
   private closeLogs(): void {
     for (const entry of this.entries.values()) {
+      if (entry.move) {
+        try {
+          entry.move.log.close();
+        } catch (err) {
+          this.logger.warn({ topic: entry.topic, partition: entry.partition, err }, 'error closing a future log; its copy starts again when opened');
+        }
+      }
       try {
         entry.log.close();
       } catch (err) {
@@ -541,8 +1013,15 @@ export class LogManager {
     }
   }
 
-  private openOptions(): OpenOptions {
-    return { fs: this.fs, now: this.now, producerIdExpirationMs: this.producerIdExpirationMs, log: this.logger };
+  private openOptions(dirIndex: number): OpenOptions {
+    return {
+      fs: this.fs,
+      now: this.now,
+      producerIdExpirationMs: this.producerIdExpirationMs,
+      log: this.logger,
+      // Any I/O error takes the whole directory offline, as in Kafka; after the failing operation has unwound.
+      onOffline: (cause) => queueMicrotask(() => this.failDir(dirIndex, cause)),
+    };
   }
 
   private producerExpirationTick(): void {
@@ -637,7 +1116,8 @@ export class LogManager {
    * look valid.
    */
   private loadCleanerCheckpoint(): void {
-    const stored = readCleanerOffsetCheckpoint(this.fs, this.dataDir) ?? [];
+    const stored: TopicPartitionOffset[] = [];
+    for (const d of this.dirs) if (d.failure === null) stored.push(...(readCleanerOffsetCheckpoint(this.fs, d.path) ?? []));
     let changed = false;
     for (const { topic, partition, offset } of stored) {
       const key = partitionDirName(topic, partition);
@@ -689,16 +1169,20 @@ export class LogManager {
    * write to try again.
    */
   private writeCleanerCheckpoint(): void {
-    const out: TopicPartitionOffset[] = [];
+    const out = this.dirs.map(() => [] as TopicPartitionOffset[]);
     for (const [key, offset] of [...this.cleanerOffsets].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       const entry = this.entries.get(key);
       if (entry === undefined) this.cleanerOffsets.delete(key);
-      else out.push({ topic: entry.topic, partition: entry.partition, offset });
+      else out[entry.dirIndex]!.push({ topic: entry.topic, partition: entry.partition, offset });
     }
-    try {
-      writeCleanerOffsetCheckpoint(this.fs, this.dataDir, out);
-    } catch (err) {
-      this.logger.warn({ dataDir: this.dataDir, err }, 'cannot write the cleaner checkpoint; cleaning resumes from the previous one after a restart');
+    for (let i = 0; i < this.dirs.length; i++) {
+      const dataDir = this.dirs[i]!.path;
+      if (this.dirs[i]!.failure !== null) continue;
+      try {
+        writeCleanerOffsetCheckpoint(this.fs, dataDir, out[i]!);
+      } catch (err) {
+        this.logger.warn({ dataDir, err }, 'cannot write the cleaner checkpoint; cleaning resumes from the previous one after a restart');
+      }
     }
   }
 

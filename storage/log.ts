@@ -229,6 +229,8 @@ export interface OpenOptions {
   producerIdExpirationMs?: number;
   /** Where a corrupt producer snapshot is reported; a pino logger fits. */
   log?: ProducerStateLogger;
+  /** Called once, when an I/O error first takes the log offline (its directory's disk has likely failed). */
+  onOffline?: (cause: StorageError) => void;
 }
 
 /** The producer-state changes of one append, applied once its batches are written. */
@@ -298,6 +300,7 @@ export class PartitionLog {
   private readonly fs: Fs;
   private readonly now: () => number;
   private readonly leaderEpoch: number;
+  private readonly onOffline: ((cause: StorageError) => void) | undefined;
   private _truncations = 0;
   /** The first unstable offset as the LSO uses it: never below the log start; null without transactions in doubt. */
   private _firstUnstableOffset: bigint | null = null;
@@ -314,6 +317,7 @@ export class PartitionLog {
     this.fs = opts.fs ?? nodeFs;
     this.now = opts.now ?? Date.now;
     this.leaderEpoch = opts.leaderEpoch ?? 0;
+    this.onOffline = opts.onOffline;
     this.segments = segments;
     this._logStartOffset = start.logStartOffset;
     this._highWatermark = start.highWatermark;
@@ -462,6 +466,15 @@ export class PartitionLog {
   /** True after an I/O error: appends fail with StorageError, reads go on. Example: false for a healthy log. */
   get isOffline(): boolean {
     return this.offlineCause !== null;
+  }
+
+  /**
+   * Takes the log offline as an I/O error of its own would (its directory
+   * failed through another log): writes fail with `cause` from now on.
+   * Example: takeOffline(new StorageError('disk gone')) -> isOffline true.
+   */
+  takeOffline(cause: StorageError): void {
+    this.setOffline(cause);
   }
 
   /** Base offsets of the segments, oldest first. Example: [0n, 1000n] after one roll at offset 1000. */
@@ -1549,7 +1562,7 @@ export class PartitionLog {
       // Linux reports a writeback error once per open file: a later fsync of this segment would
       // succeed over the lost pages. So the error counts even when a flush synced the segment since.
       if (!ours || this.offlineCause !== null) return;
-      this.offlineCause = new StorageError(`background flush of ${seg.file.path} failed in ${this.dir}: ${err.message}`, { cause: err });
+      this.setOffline(new StorageError(`background flush of ${seg.file.path} failed in ${this.dir}: ${err.message}`, { cause: err }));
       // Closed already: without the clean-shutdown marker the next open checks the segments.
       if (this.closed) {
         try {
@@ -1610,8 +1623,15 @@ export class PartitionLog {
       op();
     } catch (err) {
       if (err instanceof RangeError) throw err;
-      this.offlineCause = new StorageError(`${what} failed in ${this.dir}: ${(err as Error).message}`, { cause: err });
-      throw this.offlineCause;
+      const cause = this.offlineCause ?? new StorageError(`${what} failed in ${this.dir}: ${(err as Error).message}`, { cause: err });
+      this.setOffline(cause);
+      throw cause;
     }
+  }
+
+  private setOffline(cause: StorageError): void {
+    if (this.offlineCause !== null) return;
+    this.offlineCause = cause;
+    this.onOffline?.(cause);
   }
 }

@@ -126,13 +126,15 @@ describe('ReplicaManager: topics that go away', () => {
     const rm = started(store, logsIn(d));
     await store.createTopic({ name: 't', numPartitions: 2, replicationFactor: 1 });
     rm.appendRecords('t', 1, record(), -1);
-    const described = rm.describeLogDir();
-    expect(described.logDir).toBe(d);
-    expect([...described.partitions].sort((a, b) => a.partition - b.partition)).toEqual([
-      { topic: 't', partition: 0, sizeBytes: 0 },
-      { topic: 't', partition: 1, sizeBytes: rm.logFor('t', 1)!.size },
+    const [described, ...others] = rm.describeLogDirs();
+    expect(others).toEqual([]);
+    expect(described!.logDir).toBe(d);
+    expect(described!.failure).toBeNull();
+    expect([...described!.partitions].sort((a, b) => a.partition - b.partition)).toEqual([
+      { topic: 't', partition: 0, sizeBytes: 0, isFuture: false, offsetLag: 0n },
+      { topic: 't', partition: 1, sizeBytes: rm.logFor('t', 1)!.size, isFuture: false, offsetLag: 0n },
     ]);
-    expect(described.totalBytes).toBeGreaterThan(0n);
+    expect(described!.totalBytes).toBeGreaterThan(0n);
     expect(existsSync(d)).toBe(true);
   });
 });

@@ -67,11 +67,13 @@ export interface DeleteRecordsResult {
   lowWatermark: bigint;
 }
 
-/** What DescribeLogDirs reports of the one log directory. */
+/** What DescribeLogDirs reports of one log directory. */
 export interface LogDirDescription {
   /** Absolute path of the directory. */
   readonly logDir: string;
-  readonly partitions: readonly { readonly topic: string; readonly partition: number; readonly sizeBytes: number }[];
+  /** Why the directory is offline; null while it is online. */
+  readonly failure: string | null;
+  readonly partitions: readonly { readonly topic: string; readonly partition: number; readonly sizeBytes: number; readonly isFuture: boolean; readonly offsetLag: bigint }[];
   /** Of the file system holding the directory; -1n when it cannot be asked. */
   readonly totalBytes: bigint;
   readonly usableBytes: bigint;
@@ -485,18 +487,63 @@ export class ReplicaManager {
   }
 
   /**
-   * The log directory with the size of every partition log in it, for
-   * DescribeLogDirs. Example: { logDir: '/var/lib/gregor', partitions:
-   * [{ topic: 'orders', partition: 0, sizeBytes: 720 }], totalBytes: ..., usableBytes: ... }.
+   * Every log directory with the logs in it, for DescribeLogDirs: each
+   * partition's size, a future log (a move under way) marked with how far it
+   * is behind, the file system's total and usable bytes (-1n when they cannot
+   * be asked); an offline directory with its failure and nothing else.
+   * Example: [{ logDir: '/d1', failure: null, partitions: [{ topic: 'orders',
+   * partition: 0, sizeBytes: 720, isFuture: false, offsetLag: 0n }], totalBytes: ..., usableBytes: ... }].
    */
-  describeLogDir(): LogDirDescription {
-    const space = diskSpace(this.logs.dataDir);
-    return {
-      logDir: this.logs.dataDir,
-      partitions: this.logs.all().map(({ topic, partition, log }) => ({ topic, partition, sizeBytes: log.size })),
-      totalBytes: space?.totalBytes ?? -1n,
-      usableBytes: space?.usableBytes ?? -1n,
-    };
+  describeLogDirs(): LogDirDescription[] {
+    return this.logs.describeDirs().map((d) => {
+      const space = d.failure === null ? diskSpace(d.path) : null;
+      return {
+        logDir: d.path,
+        failure: d.failure,
+        partitions: d.logs.map((l) => ({ topic: l.topic, partition: l.partition, sizeBytes: l.size, isFuture: l.isFuture, offsetLag: l.offsetLag })),
+        totalBytes: space?.totalBytes ?? -1n,
+        usableBytes: space?.usableBytes ?? -1n,
+      };
+    });
+  }
+
+  /**
+   * AlterReplicaLogDirs for one partition, with the error code Kafka's
+   * ReplicaManager answers: INVALID_TOPIC_EXCEPTION for a name too long to
+   * make the future directory's name; LOG_DIR_NOT_FOUND when `path` is not
+   * (the absolute path of) one of log.dirs; KAFKA_STORAGE_ERROR when that
+   * directory, the partition's own directory or (to start a move) any
+   * directory is offline; UNKNOWN_TOPIC_OR_PARTITION for a partition the
+   * metadata does not have; REPLICA_NOT_AVAILABLE for one with no log on this
+   * broker (the directory is remembered for when it gets one); NONE when the
+   * move started, is under way, or the log already is there.
+   */
+  alterReplicaLogDir(topic: string, partition: number, path: string): number {
+    // `<topic>-<partition>.<32 hex>-future` must fit a file name.
+    if (`${topic}-${partition}`.length + 1 + 32 + '-future'.length > 255) return ErrorCode.INVALID_TOPIC_EXCEPTION;
+    const dir = this.logs.logDirs().find((d) => d.path === path);
+    if (!dir) return ErrorCode.LOG_DIR_NOT_FOUND;
+    if (dir.failure !== null) return ErrorCode.KAFKA_STORAGE_ERROR;
+    const hosted = this.logs.get(topic, partition) !== undefined;
+    if (!hosted && !this.partitionState(topic, partition)) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    let outcome;
+    try {
+      outcome = this.logs.moveLog(topic, partition, path);
+    } catch (err) {
+      if (err instanceof StorageError) return ErrorCode.KAFKA_STORAGE_ERROR;
+      throw err;
+    }
+    switch (outcome) {
+      case 'unknown-dir':
+        return ErrorCode.LOG_DIR_NOT_FOUND;
+      case 'offline-dir':
+      case 'offline-log':
+        return ErrorCode.KAFKA_STORAGE_ERROR;
+      case 'preferred':
+        return ErrorCode.REPLICA_NOT_AVAILABLE;
+      default:
+        return ErrorCode.NONE;
+    }
   }
 
   /**

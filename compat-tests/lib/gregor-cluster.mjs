@@ -31,13 +31,14 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * cluster-wide dynamic defaults (for configs gregor takes only at run time).
  *
  * @param {{ brokers?: number, overrides?: Record<string, string>,
- *   dynamicDefaults?: Record<string, string>,
+ *   dynamicDefaults?: Record<string, string>, logDirs?: number,
  *   proxied?: { listenerPort: number, proxyPort: number }[],
  *   onLine?: (brokerId: number, line: string) => void }} [options]
  *   overrides become `--override KEY=VALUE` of every broker; proxied[i] is broker i+1's
- *   PROXIED listener (lib/cut-proxy.mjs).
+ *   PROXIED listener (lib/cut-proxy.mjs); logDirs is each broker's number of log directories
+ *   (see startGregor).
  */
-export async function startGregorCluster({ brokers = 3, overrides = {}, dynamicDefaults = {}, proxied, onLine } = {}) {
+export async function startGregorCluster({ brokers = 3, overrides = {}, dynamicDefaults = {}, logDirs = 1, proxied, onLine } = {}) {
   const root = await mkdtemp(path.join(tmpdir(), 'gregor-cluster-'));
   let etcd = null;
   const members = [];
@@ -117,7 +118,7 @@ export async function startGregorCluster({ brokers = 3, overrides = {}, dynamicD
     m.handle = null;
     m.pending = '';
     m.log.write(`--- broker ${m.id} starting ${new Date().toISOString()} ---\n`);
-    m.handle = await startGregor({ dataDir: path.join(m.dir, 'data'), args: argsOf(m), onOutput: onOutput(m) });
+    m.handle = await startGregor({ dataDir: path.join(m.dir, 'data'), args: argsOf(m), logDirs, onOutput: onOutput(m) });
   };
 
   const start = (id) => {

@@ -38,13 +38,22 @@ function parseListen(listen) {
  * kill() ends the broker with SIGKILL, as a crash would, and keeps its data directory
  * even when this function made it, so that it can be started again on it.
  *
+ * `logDirs` (default 1) above 1 gives the broker that many log directories (JBOD), `d1`, `d2`,
+ * ... inside the data directory, instead of the data directory itself.
+ *
  * @param {{ dataDir?: string, port?: number, args?: string[], env?: Record<string, string>,
- *   onOutput?: (chunk: string, stream: 'stdout' | 'stderr') => void }} [options]
+ *   logDirs?: number, onOutput?: (chunk: string, stream: 'stdout' | 'stderr') => void }} [options]
  * @returns {Promise<{ bootstrap: string, host: string, port: number, dataDir: string,
  *   pid: number, stop(): Promise<number>, kill(): Promise<number>, running(): boolean,
  *   output(): string }>}
  */
-export async function startGregor({ dataDir, port = 0, args = [], env = {}, onOutput } = {}) {
+/** log.dirs for `count` directories in `dir`: `dir` itself for one, else `dir/d1,dir/d2,...`. */
+export function logDirList(dir, count = 1) {
+  if (!Number.isInteger(count) || count < 1) throw new Error(`logDirs ${count} is not a positive count`);
+  return count === 1 ? dir : Array.from({ length: count }, (_, i) => path.join(dir, `d${i + 1}`)).join(',');
+}
+
+export async function startGregor({ dataDir, port = 0, args = [], env = {}, logDirs = 1, onOutput } = {}) {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`startGregor: port ${port} is not a port number`);
   const ownsDataDir = !dataDir;
   const dir = dataDir ?? (await mkdtemp(path.join(tmpdir(), 'gregor-compat-')));
@@ -56,7 +65,7 @@ export async function startGregor({ dataDir, port = 0, args = [], env = {}, onOu
   try {
     child = spawn(
       process.execPath,
-      [GREGOR_BIN, 'start', '--listen', `127.0.0.1:${port}`, '--data-dir', dir, ...args],
+      [GREGOR_BIN, 'start', '--listen', `127.0.0.1:${port}`, '--data-dir', logDirList(dir, logDirs), ...args],
       { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
   } catch (err) {
@@ -202,19 +211,20 @@ export async function startGregor({ dataDir, port = 0, args = [], env = {}, onOu
  *   await node.stop();      // SIGTERM, then the data directory is removed
  *
  * @param {{ port?: number, avoid?: number[], args?: (port: number) => string[],
- *   env?: Record<string, string>, onOutput?: (chunk: string, stream: 'stdout' | 'stderr') => void }} [options]
+ *   env?: Record<string, string>, logDirs?: number,
+ *   onOutput?: (chunk: string, stream: 'stdout' | 'stderr') => void }} [options]
  * @returns {Promise<{ bootstrap: string, host: string, port: number, dataDir: string,
  *   readonly pid: number, running(): boolean, kill(): Promise<void>, restart(): Promise<void>,
  *   stop(): Promise<number>, output(): string }>} output() is the output tail of every start,
  *   the earlier ones first.
  */
-export async function startRestartableGregor({ port, avoid = [], args = () => [], env = {}, onOutput } = {}) {
+export async function startRestartableGregor({ port, avoid = [], args = () => [], env = {}, logDirs = 1, onOutput } = {}) {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'gregor-compat-'));
   const taken = new Set(avoid);
   let handle = null;
   let earlier = '';
   let chosen = port;
-  const launch = (p) => startGregor({ dataDir, port: p, args: args(p), env, onOutput });
+  const launch = (p) => startGregor({ dataDir, port: p, args: args(p), env, logDirs, onOutput });
   try {
     for (let attempt = 1; ; attempt++) {
       if (port === undefined) {

@@ -56,7 +56,7 @@ function classpath() {
     .join(path.delimiter);
 }
 
-function serverProperties({ port, controllerPort, logDir, proxied, nodeId = 1, voters = null, settings = {} }) {
+function serverProperties({ port, controllerPort, logDirs, proxied, nodeId = 1, voters = null, settings = {} }) {
   // A PROXIED listener (see lib/cut-proxy.mjs) is bound to one port and advertises another.
   const extra = proxied ? `,PROXIED://127.0.0.1:${proxied.listenerPort}` : '';
   const extraAdvertised = proxied ? `,PROXIED://127.0.0.1:${proxied.proxyPort}` : '';
@@ -69,7 +69,7 @@ function serverProperties({ port, controllerPort, logDir, proxied, nodeId = 1, v
     'listener.security.protocol.map': `PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${proxied ? ',PROXIED:PLAINTEXT' : ''}`,
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
-    'log.dirs': logDir,
+    'log.dirs': logDirs.join(','),
     'num.partitions': '1',
     'offsets.topic.replication.factor': '1',
     'transaction.state.log.replication.factor': '1',
@@ -135,18 +135,19 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms).unref());
  * @param {{ log?: (line: string) => void, port?: number,
  *   proxied?: { listenerPort: number, proxyPort: number },
  *   member?: { nodeId: number, voters: string, clusterId: string, controllerPort: number },
- *   settings?: Record<string, string>, heap?: string[] }} [options]
+ *   settings?: Record<string, string>, heap?: string[], logDirs?: number }} [options]
  *   log receives every line the JVM prints; port fixes the PLAINTEXT port (default: a
  *   free one); proxied adds a listener PROXIED bound to listenerPort that advertises
  *   proxyPort (from reserveProxiedListener() in cut-proxy.mjs); member makes the node one
  *   of a cluster (see startReferenceKafkaCluster); settings are server.properties entries
- *   that replace or add to the defaults here; heap replaces the JVM's -Xms/-Xmx flags.
+ *   that replace or add to the defaults here; heap replaces the JVM's -Xms/-Xmx flags;
+ *   logDirs above 1 gives the node that many log directories (JBOD), log/d1, log/d2, ...
  *
  * Besides stop(), which removes the data dir, the node has kill(), which ends the JVM with
  * SIGKILL as a crash would and keeps the data dir, restart(), which starts it again on the
  * same ports and data dir (resolving once it is ready again), and running().
  */
-export async function startReferenceKafka({ log, port, proxied, member, settings, heap = HEAP } = {}) {
+export async function startReferenceKafka({ log, port, proxied, member, settings, heap = HEAP, logDirs: logDirCount = 1 } = {}) {
   const cp = classpath();
   const host = '127.0.0.1';
   const plaintextPort = port ?? (await freePort(host));
@@ -157,6 +158,7 @@ export async function startReferenceKafka({ log, port, proxied, member, settings
 
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'gregor-ref-kafka-'));
   const logDir = path.join(dataDir, 'log');
+  const logDirs = logDirCount > 1 ? Array.from({ length: logDirCount }, (_, i) => path.join(logDir, `d${i + 1}`)) : [logDir];
   const propsFile = path.join(dataDir, 'server.properties');
   let child = null;
   let exited = null;
@@ -241,7 +243,7 @@ export async function startReferenceKafka({ log, port, proxied, member, settings
     await mkdir(logDir);
     await writeFile(
       propsFile,
-      serverProperties({ port: plaintextPort, controllerPort, logDir, proxied, nodeId: member?.nodeId, voters: member?.voters, settings }),
+      serverProperties({ port: plaintextPort, controllerPort, logDirs, proxied, nodeId: member?.nodeId, voters: member?.voters, settings }),
     );
     const clusterId = member?.clusterId ?? newClusterId();
     const formatted = await runJava(
@@ -315,11 +317,11 @@ function newClusterId() {
  * bootstrap (all of them, comma-separated), version, stop() }.
  *
  * @param {{ brokers?: number, log?: (line: string) => void, settings?: Record<string, string>,
- *   heap?: string[], proxied?: { listenerPort: number, proxyPort: number }[] }} [options]
- *   settings and heap apply to every node (see startReferenceKafka); proxied[i], when
+ *   heap?: string[], logDirs?: number, proxied?: { listenerPort: number, proxyPort: number }[] }} [options]
+ *   settings, heap and logDirs apply to every node (see startReferenceKafka); proxied[i], when
  *   given, is node i+1's PROXIED listener.
  */
-export async function startReferenceKafkaCluster({ brokers = 3, log, settings, heap, proxied } = {}) {
+export async function startReferenceKafkaCluster({ brokers = 3, log, settings, heap, logDirs, proxied } = {}) {
   const host = '127.0.0.1';
   const taken = new Set((proxied ?? []).flatMap((p) => [p.listenerPort, p.proxyPort]));
   const ports = new Set();
@@ -337,6 +339,7 @@ export async function startReferenceKafkaCluster({ brokers = 3, log, settings, h
         port,
         settings,
         heap,
+        logDirs,
         proxied: proxied?.[i],
         member: { nodeId: i + 1, voters, clusterId, controllerPort: controller[i] },
       }),

@@ -699,6 +699,103 @@ async function topicPartitions(bootstrap) {
   expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
 }
 
+/** DescribeLogDirs v4: per directory [path, error, [[topic, partition, isFuture]...]], in the broker's order. */
+async function logDirs(p, topics = null) {
+  const res = await p.request(35, 4, { topics });
+  expect(res.errorCode === ErrorCode.NONE, `DescribeLogDirs error ${res.errorCode}`);
+  return res.results.map((d) => [d.logDir, d.errorCode, d.topics.flatMap((t) => t.partitions.map((x) => [t.name, x.partitionIndex, x.isFutureKey]))]);
+}
+
+/** AlterReplicaLogDirs v2: [topic, partition, error] of each answer, sorted (Kafka answers from a hash map). */
+async function alterLogDirs(p, dirs) {
+  const res = await p.request(34, 2, { dirs });
+  return res.results
+    .flatMap((t) => t.partitions.map((x) => [t.topicName, x.partitionIndex, x.errorCode]))
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
+}
+
+async function logDirsScenario(bootstrap) {
+  const p = await Probe.connect(bootstrap);
+  const results = [];
+  try {
+    const dirs = await logDirs(p);
+    expect(dirs.length >= 2, `the broker has ${dirs.length} log directory; the scenario needs two (log.dirs)`);
+    const suffix = randomBytes(4).toString('hex');
+    const topic = `dirs-${suffix}`;
+    // Every partition on this connection's broker: AlterReplicaLogDirs acts on the replicas of the broker it is sent to.
+    const self = await connectedBrokerId(p, bootstrap);
+    await createTopic(p, topic, 4, self);
+    await untilLeader(p, topic, 10_000);
+    await untilServing(p, topic, [0, 1, 2, 3], 10_000);
+    results.push(check('DescribeLogDirs v4: every directory online', dirs.map(([, e]) => e), dirs.map(() => ErrorCode.NONE)));
+    const where = async () => {
+      const now = await logDirs(p, [{ topic, partitions: [0, 1, 2, 3] }]);
+      return new Map(now.flatMap(([dir, , logs]) => logs.map(([, partition, future]) => [`${partition}${future ? ' future' : ''}`, dir])));
+    };
+    const placed = await where();
+    results.push(
+      check(
+        'a new topic of 4 partitions: each in one directory, and each directory holding some of them',
+        [[0, 1, 2, 3].every((i) => placed.has(String(i))), dirs.every(([dir]) => [...placed.values()].includes(dir))],
+        [true, true],
+      ),
+    );
+    const only = await logDirs(p, [{ topic, partitions: [1] }]);
+    results.push(check('DescribeLogDirs naming one partition lists it alone, in its directory', only.map(([dir, , logs]) => logs.length === 0 || dir === placed.get('1') ? logs : 'elsewhere'), only.map(([dir]) => (dir === placed.get('1') ? [[topic, 1, false]] : []))));
+
+    // Records in partition 0, then a move to the other directory while it serves.
+    const from = placed.get('0');
+    const to = dirs.map(([dir]) => dir).find((d) => d !== from);
+    const produce = async (values) => {
+      const res = await p.request(0, 9, { transactionalId: null, acks: 1, timeoutMs: 10_000, topicData: [{ name: topic, partitionData: [{ index: 0, records: goodBatch(values) }] }] });
+      return res.responses[0].partitionResponses[0].errorCode;
+    };
+    results.push(check('Produce 3 records to partition 0', await produce(['a', 'b', 'c']), ErrorCode.NONE));
+    results.push(check('AlterReplicaLogDirs v2: partition 0 to the other directory', await alterLogDirs(p, [{ path: to, topics: [{ name: topic, partitions: [0] }] }]), [[topic, 0, ErrorCode.NONE]]));
+    const deadline = Date.now() + 20_000;
+    let after = await where();
+    while ((after.get('0') !== to || after.has('0 future')) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      after = await where();
+    }
+    results.push(check('  then DescribeLogDirs lists partition 0 in that directory, with no future log left', [after.get('0') === to, after.has('0 future')], [true, false]));
+    results.push(check('  Produce 1 more record to partition 0', await produce(['d']), ErrorCode.NONE));
+    const [[, fetchError, , records]] = await fetchAll(p, topic, [0]);
+    results.push(check('  Fetch from 0 reads all 4 records: [error, offsets]', [fetchError, records.map(([o]) => o)], [ErrorCode.NONE, [0, 1, 2, 3]]));
+
+    // Kafka's answers for what cannot be moved.
+    const long = 'x'.repeat(240);
+    results.push(
+      check(
+        'AlterReplicaLogDirs errors: [topic, partition, error]',
+        await alterLogDirs(p, [
+          { path: `${to}-not-a-log-dir`, topics: [{ name: topic, partitions: [1] }] },
+          { path: to, topics: [{ name: `${topic}-missing`, partitions: [0] }, { name: topic, partitions: [0, 99] }, { name: long, partitions: [0] }] },
+        ]),
+        [
+          [topic, 0, ErrorCode.NONE], // already there
+          [topic, 1, ErrorCode.LOG_DIR_NOT_FOUND],
+          [topic, 99, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION],
+          [`${topic}-missing`, 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION],
+          [long, 0, ErrorCode.INVALID_TOPIC_EXCEPTION],
+        ].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1])),
+      ),
+    );
+    // In a cluster: a partition whose replica is on another broker has none here to move.
+    const { brokers } = await p.request(3, 12, metadataRequest([]));
+    const other = brokers.map((b) => b.nodeId).find((id) => id !== self);
+    if (other !== undefined) {
+      const elsewhere = `${topic}-elsewhere`;
+      await createTopic(p, elsewhere, 1, other);
+      await untilLeader(p, elsewhere, 10_000);
+      results.push(check('a partition with no replica on this broker', await alterLogDirs(p, [{ path: to, topics: [{ name: elsewhere, partitions: [0] }] }]), [[elsewhere, 0, ErrorCode.REPLICA_NOT_AVAILABLE]]));
+    }
+  } finally {
+    p.close();
+  }
+  expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
+}
+
 runScenarios({
   label: 'wire-probe',
   banner: 'wire-probe (gregor codec)',
@@ -708,5 +805,6 @@ runScenarios({
     'consumer-group-rules': consumerGroupRules,
     'feature-rules': featureRules,
     'topic-partitions': topicPartitions,
+    'log-dirs': logDirsScenario,
   },
 });
