@@ -36,7 +36,13 @@
  * that a mix of plain and transactional commits ends on the latest one;
  * record offsets are the log's, from the loader or from the append.
  *
- * Not implemented: the KIP-848 consumer protocol (ConsumerGroupHeartbeat).
+ * Consumer groups of the KIP-848 protocol (ConsumerGroupHeartbeat) live
+ * beside the classic ones, and a group with members may move between the two
+ * (group.consumer.migration.policy): a classic group becomes a consumer group
+ * when a consumer-protocol member joins it, its members staying as classic
+ * members served from the server-side assignment through JoinGroup,
+ * SyncGroup, Heartbeat and LeaveGroup; a consumer group left with classic
+ * members only becomes a classic group again.
  */
 import { ErrorCode } from '../../wire/errors.js';
 import type { MetadataImage, MetadataStore } from '../metadata/metadata-image.js';
@@ -1804,7 +1810,7 @@ export class GroupCoordinator {
       if (p.memberEpoch !== 0) return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${p.groupId} is not a consumer group.`);
       if (classic.numMembers > 0) {
         // A classic group with members becomes a consumer group with them (online upgrade), when allowed.
-        const conversion = this.convertToConsumerGroup(classic, now);
+        const conversion = this.convertToConsumerGroup(classic);
         if (typeof conversion === 'string') return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, conversion);
         group = conversion.group;
         records.push(...conversion.records);
@@ -1876,7 +1882,7 @@ export class GroupCoordinator {
     if (upgraded) this.finishUpgrade(shard, classic!, group);
     else if (dropClassic) this.dropGroup(shard, p.groupId);
     if (created) shard.consumerGroups.set(p.groupId, group);
-    this.applyMemberPlan(shard, group, plan, replaced);
+    this.applyMemberPlan(group, plan, replaced);
     const reconciled = plan.reconciled;
     this.scheduleConsumerSession(shard, group, memberId);
     this.updateRebalanceTimer(shard, group, reconciled, old);
@@ -1974,7 +1980,7 @@ export class GroupCoordinator {
   }
 
   /** Applies a plan whose records were written. */
-  private applyMemberPlan(shard: Shard, group: ConsumerGroup, plan: MemberPlan, replaced: ConsumerMember | null): void {
+  private applyMemberPlan(group: ConsumerGroup, plan: MemberPlan, replaced: ConsumerMember | null): void {
     if (replaced) {
       group.members.delete(replaced.memberId);
       this.cancelConsumerMemberTimers(group.groupId, replaced.memberId);
@@ -1986,7 +1992,6 @@ export class GroupCoordinator {
     group.target.clear();
     for (const [id, t] of plan.target) group.target.set(id, t);
     group.members.set(plan.reconciled.memberId, plan.reconciled);
-    void shard;
   }
 
   private get upgradeAllowed(): boolean {
@@ -2008,7 +2013,7 @@ export class GroupCoordinator {
    * timeout and protocols as classic metadata. A message saying why when
    * the group cannot be upgraded (GROUP_ID_NOT_FOUND).
    */
-  private convertToConsumerGroup(classic: ClassicGroup, now: number): { group: ConsumerGroup; records: CoordinatorRecord[] } | string {
+  private convertToConsumerGroup(classic: ClassicGroup): { group: ConsumerGroup; records: CoordinatorRecord[] } | string {
     const groupId = classic.groupId;
     const refused = (why: string) => {
       this.log.info({ group: groupId, why }, 'classic group not upgraded to a consumer group');
@@ -2068,7 +2073,6 @@ export class GroupCoordinator {
     for (const [id, t] of group.target) records.push(targetMemberRecord(groupId, id, t));
     records.push({ kind: 'consumer', type: 6, groupId, value: { assignmentEpoch: epoch, assignmentTimestamp: 0n } });
     for (const m of group.members.values()) records.push(currentAssignmentRecord(groupId, m));
-    void now;
     return { group, records };
   }
 
@@ -2210,7 +2214,7 @@ export class GroupCoordinator {
       const error = this.append(shard, records);
       if (error !== ErrorCode.NONE) return fail(appendErrorToResponseError(error));
     }
-    this.applyMemberPlan(shard, group, plan, replaced);
+    this.applyMemberPlan(group, plan, replaced);
     const reconciled = plan.reconciled;
     const groupId = group.groupId;
     this.timer.cancel(classicJoinKey(groupId, memberId));
