@@ -3,7 +3,8 @@
  * KIP-848 with their state (Empty, Assigning, Reconciling, Stable), group
  * and assignment epochs, assignor, and each member with its subscription,
  * what it owns now (partitions still to revoke included) and its target.
- * v1 adds each member's type (1: a member of the consumer protocol).
+ * v1 adds each member's type (1: a member of the consumer protocol, 0: a
+ * classic member of a group being migrated between the protocols).
  * A group this broker does not know, or a classic one, is GROUP_ID_NOT_FOUND
  * with Kafka's message; without an authorizer every group allows READ,
  * DELETE and DESCRIBE.
@@ -15,7 +16,6 @@ import { GROUP_OPERATIONS } from './describe-groups.js';
 import { undescribedConsumerGroup } from '../cluster/group/group-coordinator.js';
 
 const OPERATIONS_NOT_REQUESTED = -2147483648;
-const CONSUMER_MEMBER_TYPE = 1;
 
 export const consumerGroupDescribe = defineHandler<ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse>({
   apiKey: 69,
@@ -35,7 +35,6 @@ export const consumerGroupDescribe = defineHandler<ConsumerGroupDescribeRequest,
           ...m,
           assignment: { topicPartitions: m.assignment },
           targetAssignment: { topicPartitions: m.targetAssignment },
-          memberType: CONSUMER_MEMBER_TYPE,
         })),
       };
     });

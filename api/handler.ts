@@ -41,6 +41,7 @@ export interface BrokerSettings {
   readonly groupConsumerMaxSize?: number;
   readonly groupConsumerAssignors?: readonly ('uniform' | 'range')[];
   readonly groupConsumerAssignmentIntervalMs?: number;
+  readonly groupConsumerMigrationPolicy?: 'disabled' | 'upgrade' | 'downgrade' | 'bidirectional';
   readonly offsetsRetentionMinutes?: number;
   readonly offsetsRetentionCheckIntervalMs?: number;
   readonly offsetMetadataMaxBytes?: number;
@@ -87,6 +88,7 @@ export function groupCoordinatorConfig(settings: BrokerSettings): Partial<GroupC
   if (settings.groupConsumerMaxSize !== undefined) c.consumerMaxSize = settings.groupConsumerMaxSize;
   if (settings.groupConsumerAssignors !== undefined) c.consumerAssignors = settings.groupConsumerAssignors;
   if (settings.groupConsumerAssignmentIntervalMs !== undefined) c.consumerAssignmentIntervalMs = settings.groupConsumerAssignmentIntervalMs;
+  if (settings.groupConsumerMigrationPolicy !== undefined) c.consumerMigrationPolicy = settings.groupConsumerMigrationPolicy;
   if (settings.offsetsRetentionMinutes !== undefined) c.offsetsRetentionMs = settings.offsetsRetentionMinutes * 60_000;
   if (settings.offsetsRetentionCheckIntervalMs !== undefined) c.offsetsRetentionCheckIntervalMs = settings.offsetsRetentionCheckIntervalMs;
   if (settings.offsetMetadataMaxBytes !== undefined) c.offsetMetadataMaxBytes = settings.offsetMetadataMaxBytes;

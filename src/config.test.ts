@@ -278,3 +278,12 @@ describe('metadata.store', () => {
     expect(configError(() => resolveConfig([flags({ 'metadata.store': 'etcd://h:1', 'metadata.etcd.root': 'gregor' })])).message).toContain('must start and end with "/"');
   });
 });
+
+describe('group.consumer.migration.policy', () => {
+  it('is bidirectional by default, reads any case, and refuses other values', () => {
+    expect(resolveConfig([]).groupConsumerMigrationPolicy).toBe('bidirectional');
+    expect(resolveConfig([flags({ 'group.consumer.migration.policy': 'UpGrade' })]).groupConsumerMigrationPolicy).toBe('upgrade');
+    expect(resolveConfig([flags({ 'group.consumer.migration.policy': 'DISABLED' })]).groupConsumerMigrationPolicy).toBe('disabled');
+    expect(configError(() => resolveConfig([flags({ 'group.consumer.migration.policy': 'sideways' })])).message).toContain('group.consumer.migration.policy');
+  });
+});

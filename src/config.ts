@@ -67,6 +67,7 @@ export const CONFIG_DEFS = {
   'group.consumer.max.size': { kind: 'int', default: '2147483647', doc: 'Most members one consumer-protocol group takes; more get GROUP_MAX_SIZE_REACHED.', min: 1 },
   'group.consumer.assignors': { kind: 'list', default: 'uniform,range', doc: 'Server-side assignors of consumer-protocol groups (uniform, range); the first is the default.' },
   'group.consumer.assignment.interval.ms': { kind: 'int', default: '1000', doc: 'Least time between two target assignments of a consumer-protocol group; 0 assigns at every change.', min: 0 },
+  'group.consumer.migration.policy': { kind: 'string', default: 'bidirectional', doc: 'Which online conversions of a group with members between the classic and the consumer protocol are allowed: disabled, upgrade (classic to consumer), downgrade (consumer to classic) or bidirectional (case-insensitive).' },
   'offsets.retention.minutes': { kind: 'int', default: '10080', doc: 'Committed offsets of a group expire this long after it became empty (or after the commit, for groups that only commit).', min: 1 },
   'offsets.retention.check.interval.ms': { kind: 'long', default: '600000', doc: 'How often expired offsets are looked for.', min: 1 },
   'offset.metadata.max.bytes': { kind: 'int', default: '4096', doc: 'Longest metadata an offset commit may carry.' },
@@ -133,6 +134,7 @@ export interface BrokerConfig {
   readonly groupConsumerMaxSize: number;
   readonly groupConsumerAssignors: readonly ('uniform' | 'range')[];
   readonly groupConsumerAssignmentIntervalMs: number;
+  readonly groupConsumerMigrationPolicy: 'disabled' | 'upgrade' | 'downgrade' | 'bidirectional';
   readonly offsetsRetentionMinutes: number;
   readonly offsetsRetentionCheckIntervalMs: number;
   readonly offsetMetadataMaxBytes: number;
@@ -297,6 +299,7 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     groupConsumerMaxSize: int('group.consumer.max.size'),
     groupConsumerAssignors: assignorList(get('group.consumer.assignors')!),
     groupConsumerAssignmentIntervalMs: int('group.consumer.assignment.interval.ms'),
+    groupConsumerMigrationPolicy: migrationPolicy(get('group.consumer.migration.policy')!),
     offsetsRetentionMinutes: int('offsets.retention.minutes'),
     offsetsRetentionCheckIntervalMs: int('offsets.retention.check.interval.ms'),
     offsetMetadataMaxBytes: int('offset.metadata.max.bytes'),
@@ -318,6 +321,13 @@ export function parseMetadataStore(value: string, root: string): MetadataStoreSp
   }
   if (!root.startsWith('/') || !root.endsWith('/')) throw new ConfigError(`metadata.etcd.root: "${root}" must start and end with "/"`);
   return { kind: 'etcd', endpoints, root };
+}
+
+/** group.consumer.migration.policy: one of Kafka's four values, in any case. */
+function migrationPolicy(value: string): 'disabled' | 'upgrade' | 'downgrade' | 'bidirectional' {
+  const v = value.trim().toLowerCase();
+  if (v === 'disabled' || v === 'upgrade' || v === 'downgrade' || v === 'bidirectional') return v;
+  throw new ConfigError(`group.consumer.migration.policy: "${value}" is not one of disabled, upgrade, downgrade, bidirectional`);
 }
 
 /** group.consumer.assignors: names of the server-side assignors gregor has, at least one. */

@@ -30,6 +30,18 @@ export const MemberState = {
 } as const;
 export type MemberStateId = (typeof MemberState)[keyof typeof MemberState];
 
+/**
+ * What a member that speaks the classic protocol (JoinGroup, SyncGroup,
+ * Heartbeat) inside a consumer group keeps of its classic membership, as
+ * ConsumerGroupMemberMetadataValue.classicMemberMetadata stores it: its
+ * session timeout and the protocols (assignor names with their
+ * ConsumerProtocol subscriptions) of its last JoinGroup, most preferred first.
+ */
+export interface ClassicMemberMetadata {
+  readonly sessionTimeoutMs: number;
+  readonly protocols: readonly { readonly name: string; readonly metadata: Buffer }[];
+}
+
 export interface ConsumerMember {
   readonly memberId: string;
   instanceId: string | null;
@@ -46,6 +58,8 @@ export interface ConsumerMember {
   state: MemberStateId;
   assigned: Assigned;
   pendingRevocation: Assigned;
+  /** Set for a member of the classic protocol (online migration); null for one of the consumer protocol. */
+  classic: ClassicMemberMetadata | null;
 }
 
 export type ConsumerGroupState = 'Empty' | 'Assigning' | 'Reconciling' | 'Stable';
@@ -72,6 +86,33 @@ export class ConsumerGroup {
   memberByInstanceId(instanceId: string): ConsumerMember | undefined {
     for (const m of this.members.values()) if (m.instanceId === instanceId) return m;
     return undefined;
+  }
+
+  get numClassicMembers(): number {
+    let n = 0;
+    for (const m of this.members.values()) if (m.classic !== null) n++;
+    return n;
+  }
+
+  /**
+   * Whether a classic member offering `protocols` of `protocolType` may be
+   * in the group: the consumer protocol type, and (unless the group is
+   * empty) at least one protocol every classic member already supports.
+   */
+  supportsClassicProtocols(protocolType: string, protocols: readonly string[]): boolean {
+    if (protocolType !== 'consumer') return false;
+    if (this.members.size === 0) return protocols.length > 0;
+    const classic = [...this.members.values()].filter((m) => m.classic !== null);
+    return protocols.some((name) => classic.every((m) => m.classic!.protocols.some((p) => p.name === name)));
+  }
+
+  /** Whether `m`, waiting for partitions of its target, still waits for one another member holds. */
+  waitingOnUnreleasedPartition(m: ConsumerMember): boolean {
+    if (m.state !== MemberState.UNRELEASED_PARTITIONS) return false;
+    for (const [topicId, ps] of this.target.get(m.memberId) ?? new Map<string, Set<number>>()) {
+      for (const p of ps) if (!m.assigned.get(topicId)?.has(p) && this.ownerEpoch(topicId, p, m.memberId) !== -1) return true;
+    }
+    return false;
   }
 
   /** The epoch of the member holding `topicId`-`partition` (assigned or still to revoke) other than `except`, or -1. */
@@ -108,6 +149,7 @@ export function newMember(memberId: string): ConsumerMember {
     state: MemberState.STABLE,
     assigned: new Map(),
     pendingRevocation: new Map(),
+    classic: null,
   };
 }
 

@@ -36,7 +36,13 @@
  * that a mix of plain and transactional commits ends on the latest one;
  * record offsets are the log's, from the loader or from the append.
  *
- * Not implemented: the KIP-848 consumer protocol (ConsumerGroupHeartbeat).
+ * Consumer groups of the KIP-848 protocol (ConsumerGroupHeartbeat) live
+ * beside the classic ones, and a group with members may move between the two
+ * (group.consumer.migration.policy): a classic group becomes a consumer group
+ * when a consumer-protocol member joins it, its members staying as classic
+ * members served from the server-side assignment through JoinGroup,
+ * SyncGroup, Heartbeat and LeaveGroup; a consumer group left with classic
+ * members only becomes a classic group again.
  */
 import { ErrorCode } from '../../wire/errors.js';
 import type { MetadataImage, MetadataStore } from '../metadata/metadata-image.js';
@@ -55,10 +61,13 @@ import {
   sameTarget,
   type Assigned,
   type AssignorName,
+  type ClassicMemberMetadata,
   type ConsumerMember,
   type MemberStateId,
+  type Owned,
   type TargetAssignment,
 } from './consumer-group.js';
+import { protocolVersion, readAssignment, readSubscription, writeAssignment } from './consumer-protocol.js';
 import {
   groupMetadataRecord,
   batchesIn,
@@ -116,7 +125,12 @@ export interface GroupCoordinatorConfig {
   readonly consumerAssignors: readonly AssignorName[];
   /** group.consumer.assignment.interval.ms: the least time between two target assignments of a group */
   readonly consumerAssignmentIntervalMs: number;
+  /** group.consumer.migration.policy: which online conversions between the classic and the consumer protocol a group with members may make */
+  readonly consumerMigrationPolicy: ConsumerMigrationPolicy;
 }
+
+/** group.consumer.migration.policy's values (Kafka's ConsumerGroupMigrationPolicy). */
+export type ConsumerMigrationPolicy = 'disabled' | 'upgrade' | 'downgrade' | 'bidirectional';
 
 /** Kafka 4.4's defaults. */
 export const DEFAULT_GROUP_COORDINATOR_CONFIG: GroupCoordinatorConfig = {
@@ -134,6 +148,7 @@ export const DEFAULT_GROUP_COORDINATOR_CONFIG: GroupCoordinatorConfig = {
   consumerMaxSize: 2147483647,
   consumerAssignors: ['uniform', 'range'],
   consumerAssignmentIntervalMs: 1000,
+  consumerMigrationPolicy: 'bidirectional',
 };
 
 export interface GroupCoordinatorLogger {
@@ -451,6 +466,21 @@ class Shard {
 const heartbeatKey = (groupId: string, memberId: string): string => `heartbeat\u0000${groupId}\u0000${memberId}`;
 const consumerSessionKey = (groupId: string, memberId: string): string => `consumer-session\u0000${groupId}\u0000${memberId}`;
 const rebalanceKey = (groupId: string, memberId: string): string => `consumer-rebalance\u0000${groupId}\u0000${memberId}`;
+/** A classic member of a consumer group told to rejoin, and one that joined, have their rebalance timeout to (re)join and to sync. */
+const classicJoinKey = (groupId: string, memberId: string): string => `consumer-classic-join\u0000${groupId}\u0000${memberId}`;
+const classicSyncKey = (groupId: string, memberId: string): string => `consumer-classic-sync\u0000${groupId}\u0000${memberId}`;
+
+/** A member's change to its consumer group, computed before its records are written (see planMemberChange). */
+interface MemberPlan {
+  readonly isNew: boolean;
+  readonly subscriptionChanged: boolean;
+  readonly groupEpoch: number;
+  readonly hash: bigint;
+  readonly assignmentEpoch: number;
+  readonly assignmentTimestamp: number;
+  readonly target: Map<string, TargetAssignment>;
+  readonly reconciled: ConsumerMember;
+}
 
 /** ConsumerGroupHeartbeat's member epochs that leave: for good (-1), or for a while, a static member (-2). */
 const LEAVE_EPOCH = -1;
@@ -501,6 +531,8 @@ export interface DescribedConsumerGroup {
     subscribedTopicRegex: string;
     assignment: { topicId: string; topicName: string; partitions: number[] }[];
     targetAssignment: { topicId: string; topicName: string; partitions: number[] }[];
+    /** ConsumerGroupDescribe v1's member type: 0 for a member of the classic protocol, 1 for one of the consumer protocol. */
+    memberType: number;
   }[];
 }
 
@@ -564,7 +596,17 @@ function memberMetadataChanged(a: ConsumerMember, b: ConsumerMember): boolean {
     a.clientId !== b.clientId ||
     a.clientHost !== b.clientHost ||
     a.rebalanceTimeoutMs !== b.rebalanceTimeoutMs ||
-    a.serverAssignor !== b.serverAssignor
+    a.serverAssignor !== b.serverAssignor ||
+    !sameClassicMetadata(a.classic, b.classic)
+  );
+}
+
+function sameClassicMetadata(a: ClassicMemberMetadata | null, b: ClassicMemberMetadata | null): boolean {
+  if (a === null || b === null) return a === b;
+  return (
+    a.sessionTimeoutMs === b.sessionTimeoutMs &&
+    a.protocols.length === b.protocols.length &&
+    a.protocols.every((p, i) => p.name === b.protocols[i]!.name && p.metadata.equals(b.protocols[i]!.metadata))
   );
 }
 
@@ -583,7 +625,8 @@ function memberMetadataRecord(groupId: string, m: ConsumerMember): CoordinatorRe
       subscribedTopicRegex: m.subscribedTopicRegex,
       rebalanceTimeoutMs: m.rebalanceTimeoutMs,
       serverAssignor: m.serverAssignor,
-      classicMemberMetadata: null,
+      classicMemberMetadata:
+        m.classic === null ? null : { sessionTimeoutMs: m.classic.sessionTimeoutMs, supportedProtocols: m.classic.protocols.map((x) => ({ name: x.name, metadata: x.metadata })) },
     },
   };
 }
@@ -718,10 +761,10 @@ export class GroupCoordinator {
     const isUnknownMember = p.memberId === '';
     const consumerGroup = shard.consumerGroups.get(p.groupId);
     if (consumerGroup) {
-      // A consumer group with members does not take classic members (no online downgrade here); an empty one
-      // becomes a classic group, as Kafka converts an empty group whatever its migration policy.
+      // A consumer group with members takes the classic member as one of its own (see classicJoinToConsumerGroup);
+      // an empty one becomes a classic group, as Kafka converts an empty group whatever its migration policy.
       if (consumerGroup.members.size > 0) {
-        waiter.complete(joinError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, p.memberId));
+        this.classicJoinToConsumerGroup(shard, consumerGroup, p, waiter);
         return;
       }
       const records: CoordinatorRecord[] = [];
@@ -1103,6 +1146,8 @@ export class GroupCoordinator {
     if (pre !== ErrorCode.NONE) return Promise.resolve(syncError(pre));
     const shard = this.shardOf(p.groupId);
     if (!shard) return Promise.resolve(syncError(ErrorCode.NOT_COORDINATOR));
+    const consumerGroup = shard.consumerGroups.get(p.groupId);
+    if (consumerGroup) return Promise.resolve(this.classicSyncToConsumerGroup(shard, consumerGroup, p));
     const group = shard.groups.get(p.groupId);
     if (!group || group.is('Empty')) return Promise.resolve(syncError(ErrorCode.UNKNOWN_MEMBER_ID));
     const error = this.syncGroupError(group, p);
@@ -1187,6 +1232,8 @@ export class GroupCoordinator {
     if (pre !== ErrorCode.NONE) return pre;
     const shard = this.shardOf(p.groupId);
     if (!shard) return ErrorCode.NOT_COORDINATOR;
+    const consumerGroup = shard.consumerGroups.get(p.groupId);
+    if (consumerGroup) return this.classicHeartbeatToConsumerGroup(shard, consumerGroup, p);
     const group = shard.groups.get(p.groupId);
     if (!group) return ErrorCode.UNKNOWN_MEMBER_ID;
     if (group.is('Dead')) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
@@ -1217,6 +1264,8 @@ export class GroupCoordinator {
     if (pre !== ErrorCode.NONE) return { errorCode: pre, members: [] };
     const shard = this.shardOf(groupId);
     if (!shard) return { errorCode: ErrorCode.NOT_COORDINATOR, members: [] };
+    const consumerGroup = shard.consumerGroups.get(groupId);
+    if (consumerGroup) return this.classicLeaveToConsumerGroup(shard, consumerGroup, members);
     const group = shard.groups.get(groupId);
     if (!group) return { errorCode: ErrorCode.NONE, members: members.map((m) => ({ ...m, errorCode: ErrorCode.UNKNOWN_MEMBER_ID })) };
     if (group.is('Dead')) return { errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, members: [] };
@@ -1755,16 +1804,21 @@ export class GroupCoordinator {
     // A classic group of the same id: an empty one (offsets only, or no members) becomes a consumer group.
     const classic = shard.groups.get(p.groupId);
     let dropClassic = false;
+    let upgraded = false;
+    let group = shard.consumerGroups.get(p.groupId);
     if (classic && !classic.is('Dead')) {
       if (p.memberEpoch !== 0) return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${p.groupId} is not a consumer group.`);
       if (classic.numMembers > 0) {
-        return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${p.groupId} is a classic group with members; its consumers must leave it before it can use the consumer protocol.`);
-      }
-      records.push(groupMetadataRecord(p.groupId, null));
+        // A classic group with members becomes a consumer group with them (online upgrade), when allowed.
+        const conversion = this.convertToConsumerGroup(classic);
+        if (typeof conversion === 'string') return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, conversion);
+        group = conversion.group;
+        records.push(...conversion.records);
+        upgraded = true;
+      } else records.push(groupMetadataRecord(p.groupId, null));
       dropClassic = true;
     }
-    let group = shard.consumerGroups.get(p.groupId);
-    const created = !group;
+    const created = !group || upgraded;
     if (!group) {
       if (p.memberEpoch !== 0) return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, `Consumer group ${p.groupId} not found.`);
       group = new ConsumerGroup(p.groupId);
@@ -1817,13 +1871,61 @@ export class GroupCoordinator {
     if (p.rebalanceTimeoutMs !== -1) updated.rebalanceTimeoutMs = p.rebalanceTimeoutMs;
     updated.clientId = p.clientId;
     updated.clientHost = p.clientHost;
+    // A member heartbeating with the consumer protocol is one of it from now on.
+    updated.classic = null;
+    const owned = p.topicPartitions === null ? null : new Map(p.topicPartitions.map((t) => [t.topicId, new Set(t.partitions)]));
+    const plan = this.planMemberChange(group, old, updated, replaced, owned, records, now);
+    if (records.length > 0) {
+      const error = this.append(shard, records);
+      if (error !== ErrorCode.NONE) return heartbeatFailure(appendErrorToResponseError(error), null);
+    }
+    if (upgraded) this.finishUpgrade(shard, classic!, group);
+    else if (dropClassic) this.dropGroup(shard, p.groupId);
+    if (created) shard.consumerGroups.set(p.groupId, group);
+    this.applyMemberPlan(group, plan, replaced);
+    const reconciled = plan.reconciled;
+    this.scheduleConsumerSession(shard, group, memberId);
+    this.updateRebalanceTimer(shard, group, reconciled, old);
+    if (plan.isNew) this.log.info({ group: p.groupId, member: memberId, epoch: reconciled.memberEpoch }, 'consumer group member joined');
+    const full = p.rebalanceTimeoutMs !== -1 && (p.subscribedTopicNames !== null || p.subscribedTopicRegex !== null) && p.topicPartitions !== null;
+    const sendAssignment = p.memberEpoch === 0 || full || !sameAssigned(reconciled.assigned, old.assigned);
+    return {
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+      memberId,
+      memberEpoch: reconciled.memberEpoch,
+      heartbeatIntervalMs: this.config.consumerHeartbeatIntervalMs,
+      assignment: sendAssignment ? [...reconciled.assigned].map(([topicId, ps]) => ({ topicId, partitions: [...ps.keys()].sort((a, b) => a - b) })) : null,
+    };
+  }
+
+  /**
+   * What a member's change (`old` -> `updated`) does to its group, computed
+   * on copies and added to `records` (nothing applied): the member's
+   * metadata when it changed, a new group epoch when its subscription, the
+   * preferred assignor or the subscribed topics changed, a new target
+   * assignment when one is due, and the member reconciled towards its
+   * target given what it says it owns. `replaced` is a static member whose
+   * instance id the member takes over.
+   */
+  private planMemberChange(
+    group: ConsumerGroup,
+    old: ConsumerMember,
+    updated: ConsumerMember,
+    replaced: ConsumerMember | null,
+    owned: Owned,
+    records: CoordinatorRecord[],
+    now: number,
+  ): MemberPlan {
+    const groupId = group.groupId;
+    const memberId = updated.memberId;
     const isNew = !group.members.has(memberId);
     // Compared with what the member subscribed to before (nothing, for a new one; the old member's subscription,
     // for a static member taking over its instance id).
     const subscriptionChanged =
       old.subscribedTopicNames.join('\u0000') !== updated.subscribedTopicNames.join('\u0000') || old.subscribedTopicRegex !== updated.subscribedTopicRegex;
-    if (replaced) records.push(...memberTombstones(p.groupId, replaced.memberId));
-    if (isNew || subscriptionChanged || memberMetadataChanged(old, updated)) records.push(memberMetadataRecord(p.groupId, updated));
+    if (replaced) records.push(...memberTombstones(groupId, replaced.memberId));
+    if (isNew || subscriptionChanged || memberMetadataChanged(old, updated)) records.push(memberMetadataRecord(groupId, updated));
 
     // The group as it would be with this member's change: epoch, metadata hash, target assignment.
     const image = this.metadata.image();
@@ -1836,7 +1938,7 @@ export class GroupCoordinator {
     let groupEpoch = group.groupEpoch;
     if (subscriptionChanged || assignorChanged || hash !== group.metadataHash) {
       groupEpoch++;
-      records.push({ kind: 'consumer', type: 3, groupId: p.groupId, value: { epoch: groupEpoch, metadataHash: hash } });
+      records.push({ kind: 'consumer', type: 3, groupId, value: { epoch: groupEpoch, metadataHash: hash } });
     }
     let assignmentEpoch = group.assignmentEpoch;
     let assignmentTimestamp = group.assignmentTimestamp;
@@ -1846,7 +1948,7 @@ export class GroupCoordinator {
       target.delete(replaced.memberId);
       if (moved) {
         target.set(memberId, moved);
-        records.push(targetMemberRecord(p.groupId, memberId, moved));
+        records.push(targetMemberRecord(groupId, memberId, moved));
       }
     }
     const interval = this.config.consumerAssignmentIntervalMs;
@@ -1857,14 +1959,13 @@ export class GroupCoordinator {
         [...members.values()].map((m) => ({ memberId: m.memberId, instanceId: m.instanceId, topics: subscribedTopicIds(image, m), previous: target.get(m.memberId) ?? new Map() })),
         (topicId) => image.topicsById.get(topicId)?.partitions.length ?? 0,
       );
-      for (const [id, t] of computed) if (!sameTarget(t, target.get(id))) records.push(targetMemberRecord(p.groupId, id, t));
+      for (const [id, t] of computed) if (!sameTarget(t, target.get(id))) records.push(targetMemberRecord(groupId, id, t));
       target = computed;
       assignmentEpoch = groupEpoch;
       assignmentTimestamp = now;
-      records.push({ kind: 'consumer', type: 6, groupId: p.groupId, value: { assignmentEpoch, assignmentTimestamp: BigInt(now) } });
+      records.push({ kind: 'consumer', type: 6, groupId, value: { assignmentEpoch, assignmentTimestamp: BigInt(now) } });
     }
-    const owned = p.topicPartitions === null ? null : new Map(p.topicPartitions.map((t) => [t.topicId, new Set(t.partitions)]));
-    const view = new ConsumerGroup(p.groupId);
+    const view = new ConsumerGroup(groupId);
     for (const [id, m] of members) if (id !== memberId) view.members.set(id, m);
     const reconciled = reconcile(view, updated, assignmentEpoch, target.get(memberId) ?? new Map(), owned, new Set(subscribedTopicIds(image, updated)), subscriptionChanged);
     const assignmentChanged =
@@ -1874,38 +1975,371 @@ export class GroupCoordinator {
       reconciled.state !== old.state ||
       !sameAssigned(reconciled.assigned, old.assigned) ||
       !sameAssigned(reconciled.pendingRevocation, old.pendingRevocation);
-    if (assignmentChanged) records.push(currentAssignmentRecord(p.groupId, reconciled));
+    if (assignmentChanged) records.push(currentAssignmentRecord(groupId, reconciled));
+    return { isNew, subscriptionChanged, groupEpoch, hash, assignmentEpoch, assignmentTimestamp, target, reconciled };
+  }
 
-    if (records.length > 0) {
-      const error = this.append(shard, records);
-      if (error !== ErrorCode.NONE) return heartbeatFailure(appendErrorToResponseError(error), null);
-    }
-    if (dropClassic) this.dropGroup(shard, p.groupId);
-    if (created) shard.consumerGroups.set(p.groupId, group);
+  /** Applies a plan whose records were written. */
+  private applyMemberPlan(group: ConsumerGroup, plan: MemberPlan, replaced: ConsumerMember | null): void {
     if (replaced) {
       group.members.delete(replaced.memberId);
-      this.cancelConsumerMemberTimers(p.groupId, replaced.memberId);
+      this.cancelConsumerMemberTimers(group.groupId, replaced.memberId);
     }
-    group.groupEpoch = groupEpoch;
-    group.metadataHash = hash;
-    group.assignmentEpoch = assignmentEpoch;
-    group.assignmentTimestamp = assignmentTimestamp;
+    group.groupEpoch = plan.groupEpoch;
+    group.metadataHash = plan.hash;
+    group.assignmentEpoch = plan.assignmentEpoch;
+    group.assignmentTimestamp = plan.assignmentTimestamp;
     group.target.clear();
-    for (const [id, t] of target) group.target.set(id, t);
-    group.members.set(memberId, reconciled);
-    this.scheduleConsumerSession(shard, group, memberId);
-    this.updateRebalanceTimer(shard, group, reconciled, old);
-    if (isNew) this.log.info({ group: p.groupId, member: memberId, epoch: reconciled.memberEpoch }, 'consumer group member joined');
-    const full = p.rebalanceTimeoutMs !== -1 && (p.subscribedTopicNames !== null || p.subscribedTopicRegex !== null) && p.topicPartitions !== null;
-    const sendAssignment = p.memberEpoch === 0 || full || !sameAssigned(reconciled.assigned, old.assigned);
-    return {
-      errorCode: ErrorCode.NONE,
-      errorMessage: null,
-      memberId,
-      memberEpoch: reconciled.memberEpoch,
-      heartbeatIntervalMs: this.config.consumerHeartbeatIntervalMs,
-      assignment: sendAssignment ? [...reconciled.assigned].map(([topicId, ps]) => ({ topicId, partitions: [...ps.keys()].sort((a, b) => a - b) })) : null,
+    for (const [id, t] of plan.target) group.target.set(id, t);
+    group.members.set(plan.reconciled.memberId, plan.reconciled);
+  }
+
+  private get upgradeAllowed(): boolean {
+    return this.config.consumerMigrationPolicy === 'upgrade' || this.config.consumerMigrationPolicy === 'bidirectional';
+  }
+
+  private get downgradeAllowed(): boolean {
+    return this.config.consumerMigrationPolicy === 'downgrade' || this.config.consumerMigrationPolicy === 'bidirectional';
+  }
+
+  /**
+   * The consumer group a classic group with members becomes (online
+   * upgrade, Kafka's ConsumerGroup.fromClassicGroup), with the records that
+   * make it so: the classic group's tombstone, each member's metadata, the
+   * group epoch, each member's target, the assignment epoch and each
+   * member's current assignment. The group epoch, assignment epoch and every
+   * member's epoch are the classic generation; each member keeps its
+   * classic assignment as its current and target one, and its session
+   * timeout and protocols as classic metadata. A message saying why when
+   * the group cannot be upgraded (GROUP_ID_NOT_FOUND).
+   */
+  private convertToConsumerGroup(classic: ClassicGroup): { group: ConsumerGroup; records: CoordinatorRecord[] } | string {
+    const groupId = classic.groupId;
+    const refused = (why: string) => {
+      this.log.info({ group: groupId, why }, 'classic group not upgraded to a consumer group');
+      return `Classic group ${groupId} cannot become a consumer group: ${why}.`;
     };
+    if (!this.upgradeAllowed) return refused(`group.consumer.migration.policy (${this.config.consumerMigrationPolicy}) does not allow upgrades`);
+    if (!classic.usesConsumerProtocol) return refused('its members do not use the consumer protocol type');
+    if (classic.numMembers > this.config.consumerMaxSize) return refused(`it has more members than group.consumer.max.size (${this.config.consumerMaxSize})`);
+    if (classic.protocolName === null) return refused('its members have no agreed protocol yet');
+    const image = this.metadata.image();
+    const epoch = classic.generationId;
+    const group = new ConsumerGroup(groupId);
+    group.groupEpoch = epoch;
+    group.assignmentEpoch = epoch;
+    group.assignmentTimestamp = 0;
+    for (const cm of classic.members.values()) {
+      const assigned: Assigned = new Map();
+      const target: TargetAssignment = new Map();
+      if (cm.assignment.length > 0) {
+        const a = readAssignment(cm.assignment);
+        if (!a) return refused(`the assignment of member ${cm.memberId} is no ConsumerProtocol assignment`);
+        if (a.userData !== null && a.userData.length > 0) return refused(`member ${cm.memberId} has user data from a client-side assignor, which the consumer protocol would drop`);
+        for (const tp of a.assignedPartitions) {
+          const topic = image.topics.get(tp.topic);
+          if (!topic || tp.partitions.length === 0) continue;
+          const ps = assigned.get(topic.topicId) ?? new Map<number, number>();
+          const ts = target.get(topic.topicId) ?? new Set<number>();
+          for (const partition of tp.partitions) {
+            ps.set(partition, epoch);
+            ts.add(partition);
+          }
+          assigned.set(topic.topicId, ps);
+          target.set(topic.topicId, ts);
+        }
+      }
+      const sub = readSubscription(cm.metadata(classic.protocolName));
+      if (!sub) return refused(`the subscription of member ${cm.memberId} is no ConsumerProtocol subscription`);
+      group.members.set(cm.memberId, {
+        ...newMember(cm.memberId),
+        instanceId: cm.groupInstanceId,
+        rackId: sub.rackId,
+        clientId: cm.clientId,
+        clientHost: cm.clientHost,
+        subscribedTopicNames: [...new Set(sub.topics)].sort(),
+        rebalanceTimeoutMs: cm.rebalanceTimeoutMs,
+        memberEpoch: epoch,
+        previousMemberEpoch: epoch,
+        assigned,
+        classic: { sessionTimeoutMs: cm.sessionTimeoutMs, protocols: cm.protocols.map((x) => ({ name: x.name, metadata: x.metadata })) },
+      });
+      group.target.set(cm.memberId, target);
+    }
+    group.metadataHash = subscriptionHash(image, group.members.values());
+    const records: CoordinatorRecord[] = [groupMetadataRecord(groupId, null)];
+    for (const m of group.members.values()) records.push(memberMetadataRecord(groupId, m));
+    records.push({ kind: 'consumer', type: 3, groupId, value: { epoch, metadataHash: group.metadataHash } });
+    for (const [id, t] of group.target) records.push(targetMemberRecord(groupId, id, t));
+    records.push({ kind: 'consumer', type: 6, groupId, value: { assignmentEpoch: epoch, assignmentTimestamp: 0n } });
+    for (const m of group.members.values()) records.push(currentAssignmentRecord(groupId, m));
+    return { group, records };
+  }
+
+  /** The upgrade's records are written: parked classic requests are told to rejoin, and the members' sessions go on in the consumer group. */
+  private finishUpgrade(shard: Shard, classic: ClassicGroup, group: ConsumerGroup): void {
+    for (const member of classic.members.values()) {
+      classic.completeJoin(member, joinError(ErrorCode.REBALANCE_IN_PROGRESS, member.memberId));
+      classic.completeSync(member, syncError(ErrorCode.REBALANCE_IN_PROGRESS));
+    }
+    this.dropGroup(shard, classic.groupId);
+    shard.consumerGroups.set(group.groupId, group);
+    for (const id of group.members.keys()) this.scheduleConsumerSession(shard, group, id);
+    this.log.info({ group: group.groupId, members: group.members.size, epoch: group.groupEpoch }, 'converted the classic group to a consumer group');
+  }
+
+  /**
+   * Whether removing `gone` leaves a group of classic members only that may
+   * become a classic group again (online downgrade).
+   */
+  private downgradeOnRemoval(group: ConsumerGroup, gone: ReadonlySet<string>): boolean {
+    const remaining = [...group.members.values()].filter((m) => !gone.has(m.memberId));
+    if (remaining.length === 0 || remaining.some((m) => m.classic === null)) return false;
+    if (!this.downgradeAllowed) {
+      this.log.info({ group: group.groupId, policy: this.config.consumerMigrationPolicy }, 'consumer group of classic members only not downgraded: the migration policy does not allow it');
+      return false;
+    }
+    if (remaining.length > this.config.maxSize) {
+      this.log.info({ group: group.groupId }, 'consumer group of classic members only not downgraded: more members than group.max.size');
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * Turns a consumer group whose members left are all classic into a
+   * classic group (online downgrade, Kafka's ClassicGroup.fromConsumerGroup):
+   * the consumer group's records get tombstones and the classic group is
+   * written Stable at the group epoch, each member with its target
+   * assignment as a ConsumerProtocol assignment; then a rebalance starts.
+   * The error code of the write.
+   */
+  private convertToClassicGroup(shard: Shard, group: ConsumerGroup, gone: ReadonlySet<string>, why: string): number {
+    const groupId = group.groupId;
+    const now = this.timer.now();
+    const classic = new ClassicGroup(groupId, { state: 'Stable', now, generationId: group.groupEpoch, protocolType: 'consumer' });
+    for (const m of group.members.values()) {
+      if (gone.has(m.memberId) || m.classic === null) continue;
+      const protocols = m.classic.protocols.map((x) => ({ name: x.name, metadata: x.metadata }));
+      classic.add(new GroupMember(m.memberId, m.instanceId, m.clientId, m.clientHost, m.rebalanceTimeoutMs, m.classic.sessionTimeoutMs, 'consumer', protocols), null);
+    }
+    classic.protocolName = classic.selectProtocol();
+    classic.subscribedTopics = classic.computeSubscribedTopics();
+    const image = this.metadata.image();
+    for (const member of classic.members.values()) {
+      const byName = new Map<string, number[]>();
+      for (const [topicId, ps] of group.target.get(member.memberId) ?? new Map<string, Set<number>>()) {
+        const topic = image.topicsById.get(topicId);
+        if (topic) byName.set(topic.name, [...ps]);
+      }
+      member.assignment = writeAssignment(protocolVersion(member.metadata(classic.protocolName)) ?? 0, byName);
+    }
+    const records: CoordinatorRecord[] = [];
+    for (const id of group.members.keys()) records.push({ kind: 'consumer', type: 8, groupId, memberId: id, value: null });
+    for (const id of group.members.keys()) records.push({ kind: 'consumer', type: 7, groupId, memberId: id, value: null });
+    records.push({ kind: 'consumer', type: 6, groupId, value: null });
+    for (const id of group.members.keys()) records.push({ kind: 'consumer', type: 5, groupId, memberId: id, value: null });
+    records.push({ kind: 'consumer', type: 4, groupId, value: null }, { kind: 'consumer', type: 3, groupId, value: null });
+    records.push(groupMetadataRecord(groupId, this.groupValue(classic, classic.assignments())));
+    const error = this.append(shard, records);
+    if (error !== ErrorCode.NONE) return appendErrorToResponseError(error);
+    for (const id of group.members.keys()) this.cancelConsumerMemberTimers(groupId, id);
+    shard.consumerGroups.delete(groupId);
+    shard.groups.set(groupId, classic);
+    for (const member of classic.members.values()) this.rescheduleHeartbeat(shard, classic, member);
+    this.log.info({ group: groupId, members: classic.numMembers, generation: classic.generationId, why }, 'converted the consumer group to a classic group');
+    this.prepareRebalance(shard, classic);
+    return ErrorCode.NONE;
+  }
+
+  // ---- classic members of consumer groups (online migration) -------------------------------
+
+  /**
+   * JoinGroup from a classic member of a consumer group (Kafka's
+   * classicGroupJoinToConsumerGroup): the member joins (or updates) the
+   * group like a ConsumerGroupHeartbeat would, its ConsumerProtocol
+   * subscription standing for its subscribed topics and the partitions it
+   * says it owns; it is reconciled towards its share of the server-side
+   * target and answered at once with its member epoch as the generation and
+   * no leader (it is told its partitions by SyncGroup). It then has its
+   * rebalance timeout to sync, and its session timeout between heartbeats.
+   */
+  private classicJoinToConsumerGroup(shard: Shard, group: ConsumerGroup, p: JoinGroupParams, waiter: Waiter<JoinGroupResult>): void {
+    const fail = (errorCode: number, memberId = p.memberId): void => void waiter.complete(joinError(errorCode, memberId));
+    if (this.config.consumerMigrationPolicy === 'disabled') return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
+    const isUnknown = p.memberId === '';
+    const memberId = isUnknown ? randomUuid() : p.memberId;
+    const staticHolder = p.groupInstanceId !== null ? group.memberByInstanceId(p.groupInstanceId) : undefined;
+    if (!staticHolder && group.members.size >= this.config.consumerMaxSize && (isUnknown || !group.members.has(memberId))) return fail(ErrorCode.GROUP_MAX_SIZE_REACHED);
+    if (!group.supportsClassicProtocols(p.protocolType, p.protocols.map((x) => x.name))) return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
+    if (p.requireKnownMemberId && isUnknown && p.groupInstanceId === null) return fail(ErrorCode.MEMBER_ID_REQUIRED, memberId);
+    let old: ConsumerMember;
+    let replaced: ConsumerMember | null = null;
+    if (p.groupInstanceId === null) old = group.members.get(memberId) ?? newMember(memberId);
+    else if (isUnknown) {
+      if (!staticHolder) old = newMember(memberId);
+      else {
+        // A restarted static member takes its instance's place, partitions and all, under a new member id.
+        replaced = staticHolder;
+        old = { ...copyMember(staticHolder), memberId, memberEpoch: 0, previousMemberEpoch: 0 };
+      }
+    } else {
+      if (!staticHolder) return fail(ErrorCode.UNKNOWN_MEMBER_ID);
+      if (staticHolder.memberId !== memberId) return fail(ErrorCode.FENCED_INSTANCE_ID);
+      old = staticHolder;
+    }
+    const sub = p.protocols.length > 0 ? readSubscription(p.protocols[0]!.metadata) : null;
+    if (!sub) return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
+    const image = this.metadata.image();
+    const updated = copyMember(old);
+    if (p.groupInstanceId !== null) updated.instanceId = p.groupInstanceId;
+    if (sub.rackId !== null) updated.rackId = sub.rackId;
+    if (p.rebalanceTimeoutMs !== -1) updated.rebalanceTimeoutMs = p.rebalanceTimeoutMs;
+    updated.subscribedTopicNames = [...new Set(sub.topics)].sort();
+    updated.subscribedTopicRegex = '';
+    updated.clientId = p.clientId;
+    updated.clientHost = p.clientHost;
+    updated.classic = { sessionTimeoutMs: p.sessionTimeoutMs, protocols: p.protocols.map((x) => ({ name: x.name, metadata: x.metadata })) };
+    const owned = new Map<string, Set<number>>();
+    for (const tp of sub.ownedPartitions) {
+      const topic = image.topics.get(tp.topic);
+      if (!topic) continue;
+      const ps = owned.get(topic.topicId) ?? new Set<number>();
+      for (const x of tp.partitions) ps.add(x);
+      owned.set(topic.topicId, ps);
+    }
+    const records: CoordinatorRecord[] = [];
+    const plan = this.planMemberChange(group, old, updated, replaced, owned, records, this.timer.now());
+    if (records.length > 0) {
+      const error = this.append(shard, records);
+      if (error !== ErrorCode.NONE) return fail(appendErrorToResponseError(error));
+    }
+    this.applyMemberPlan(group, plan, replaced);
+    const reconciled = plan.reconciled;
+    const groupId = group.groupId;
+    this.timer.cancel(classicJoinKey(groupId, memberId));
+    this.timer.cancel(rebalanceKey(groupId, memberId));
+    this.scheduleConsumerSession(shard, group, memberId);
+    this.timer.schedule(classicSyncKey(groupId, memberId), p.rebalanceTimeoutMs, () => this.fenceLater(shard, groupId, memberId, 'did not sync within its rebalance timeout'));
+    if (plan.isNew) this.log.info({ group: groupId, member: memberId, epoch: reconciled.memberEpoch }, 'classic member joined the consumer group');
+    waiter.complete({
+      errorCode: ErrorCode.NONE,
+      generationId: reconciled.memberEpoch,
+      protocolType: 'consumer',
+      protocolName: updated.classic.protocols[0]!.name,
+      leader: '',
+      skipAssignment: false,
+      memberId,
+      members: [],
+    });
+  }
+
+  /** A timer's fencing of a member of a consumer group, if it is still there. */
+  private fenceLater(shard: Shard, groupId: string, memberId: string, why: string): void {
+    const g = shard.consumerGroups.get(groupId);
+    if (!g || this.shards.get(shard.partition) !== shard || !g.members.has(memberId)) return;
+    this.fenceConsumerMembers(shard, g, [memberId], why);
+  }
+
+  /** A classic member told to rejoin has its rebalance timeout to do so, counted from the first time it is told. */
+  private scheduleClassicJoinTimeout(shard: Shard, group: ConsumerGroup, m: ConsumerMember): void {
+    const key = classicJoinKey(group.groupId, m.memberId);
+    if (this.timer.isScheduled(key)) return;
+    const groupId = group.groupId;
+    this.timer.schedule(key, m.rebalanceTimeoutMs, () => this.fenceLater(shard, groupId, m.memberId, 'did not rejoin within its rebalance timeout'));
+  }
+
+  /** The member a classic request names (by instance id for a static one), or the error to answer. */
+  private classicMemberOf(group: ConsumerGroup, memberId: string, instanceId: string | null): ConsumerMember | number {
+    let m: ConsumerMember | undefined;
+    if (instanceId === null) m = group.members.get(memberId);
+    else {
+      m = group.memberByInstanceId(instanceId);
+      if (m && m.memberId !== memberId) return ErrorCode.FENCED_INSTANCE_ID;
+    }
+    if (!m || m.classic === null) return ErrorCode.UNKNOWN_MEMBER_ID;
+    return m;
+  }
+
+  /**
+   * SyncGroup from a classic member of a consumer group (Kafka's
+   * classicGroupSyncToConsumerGroup): the partitions the member may own now,
+   * as a ConsumerProtocol assignment of its subscription's version;
+   * REBALANCE_IN_PROGRESS when a newer target awaits it and it has nothing
+   * to revoke first (it must join again).
+   */
+  private classicSyncToConsumerGroup(shard: Shard, group: ConsumerGroup, p: SyncGroupParams): SyncGroupResult {
+    const found = this.classicMemberOf(group, p.memberId, p.groupInstanceId);
+    if (typeof found === 'number') return syncError(found);
+    const m = found;
+    if (p.generationId !== m.memberEpoch) return syncError(ErrorCode.ILLEGAL_GENERATION);
+    const protocol = m.classic!.protocols[0]!;
+    if ((p.protocolType !== null && p.protocolType !== 'consumer') || (p.protocolName !== null && p.protocolName !== protocol.name)) {
+      return syncError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
+    }
+    if (group.assignmentEpoch > m.memberEpoch && m.state !== MemberState.UNREVOKED_PARTITIONS) {
+      this.scheduleClassicJoinTimeout(shard, group, m);
+      return syncError(ErrorCode.REBALANCE_IN_PROGRESS);
+    }
+    this.timer.cancel(classicSyncKey(group.groupId, m.memberId));
+    this.scheduleConsumerSession(shard, group, m.memberId);
+    const image = this.metadata.image();
+    const byName = new Map<string, number[]>();
+    for (const [topicId, ps] of m.assigned) {
+      const topic = image.topicsById.get(topicId);
+      if (topic) byName.set(topic.name, [...ps.keys()]);
+    }
+    return { errorCode: ErrorCode.NONE, protocolType: p.protocolType, protocolName: p.protocolName, assignment: writeAssignment(protocolVersion(protocol.metadata) ?? 0, byName) };
+  }
+
+  /**
+   * Heartbeat from a classic member of a consumer group (Kafka's
+   * classicGroupHeartbeatToConsumerGroup): its session restarts;
+   * REBALANCE_IN_PROGRESS when it must join again, to revoke partitions,
+   * to move to a newer target, or to take partitions others released.
+   */
+  private classicHeartbeatToConsumerGroup(shard: Shard, group: ConsumerGroup, p: HeartbeatParams): number {
+    const found = this.classicMemberOf(group, p.memberId, p.groupInstanceId);
+    if (typeof found === 'number') return found;
+    const m = found;
+    if (p.generationId !== m.memberEpoch) return ErrorCode.ILLEGAL_GENERATION;
+    this.scheduleConsumerSession(shard, group, m.memberId);
+    const mustRejoin =
+      m.memberEpoch < group.assignmentEpoch ||
+      m.state === MemberState.UNREVOKED_PARTITIONS ||
+      (m.state === MemberState.UNRELEASED_PARTITIONS && !group.waitingOnUnreleasedPartition(m));
+    if (!mustRejoin) return ErrorCode.NONE;
+    this.scheduleClassicJoinTimeout(shard, group, m);
+    return ErrorCode.REBALANCE_IN_PROGRESS;
+  }
+
+  /**
+   * LeaveGroup naming members of a consumer group (Kafka's
+   * classicGroupLeaveToConsumerGroup), of either protocol: each one known
+   * leaves, all in one write; a static member may be named by its instance
+   * id alone.
+   */
+  private classicLeaveToConsumerGroup(shard: Shard, group: ConsumerGroup, members: readonly { memberId: string; groupInstanceId: string | null }[]): LeaveGroupResult {
+    const answers: LeaveGroupResult['members'] = [];
+    const leaving: string[] = [];
+    for (const x of members) {
+      let errorCode: number = ErrorCode.NONE;
+      let m: ConsumerMember | undefined;
+      if (x.groupInstanceId === null) m = group.members.get(x.memberId);
+      else {
+        m = group.memberByInstanceId(x.groupInstanceId);
+        if (m && x.memberId !== '' && m.memberId !== x.memberId) errorCode = ErrorCode.FENCED_INSTANCE_ID;
+      }
+      if (!m) errorCode = ErrorCode.UNKNOWN_MEMBER_ID;
+      if (errorCode === ErrorCode.NONE) {
+        leaving.push(m!.memberId);
+        this.log.info({ group: group.groupId, memberId: m!.memberId, groupInstanceId: x.groupInstanceId }, 'member left the consumer group (LeaveGroup)');
+      }
+      answers.push({ memberId: x.memberId, groupInstanceId: x.groupInstanceId, errorCode });
+    }
+    const error = this.fenceConsumerMembers(shard, group, leaving, 'left');
+    if (error !== ErrorCode.NONE) return { errorCode: error, members: [] };
+    return { errorCode: ErrorCode.NONE, members: answers };
   }
 
   /** Kafka's request checks, in its order (ConsumerGroupHeartbeatRequest validation). */
@@ -2009,6 +2443,7 @@ export class GroupCoordinator {
   private fenceConsumerMembers(shard: Shard, group: ConsumerGroup, memberIds: readonly string[], why: string): number {
     const gone = new Set(memberIds.filter((id) => group.members.has(id)));
     if (gone.size === 0) return ErrorCode.NONE;
+    if (this.downgradeOnRemoval(group, gone)) return this.convertToClassicGroup(shard, group, gone, why);
     const records: CoordinatorRecord[] = [];
     for (const id of gone) records.push(...memberTombstones(group.groupId, id));
     const remaining = [...group.members.values()].filter((m) => !gone.has(m.memberId));
@@ -2036,7 +2471,8 @@ export class GroupCoordinator {
 
   private scheduleConsumerSession(shard: Shard, group: ConsumerGroup, memberId: string): void {
     const groupId = group.groupId;
-    this.timer.schedule(consumerSessionKey(groupId, memberId), this.config.consumerSessionTimeoutMs, () => {
+    const timeoutMs = group.members.get(memberId)?.classic?.sessionTimeoutMs ?? this.config.consumerSessionTimeoutMs;
+    this.timer.schedule(consumerSessionKey(groupId, memberId), timeoutMs, () => {
       const g = shard.consumerGroups.get(groupId);
       if (!g || this.shards.get(shard.partition) !== shard || !g.members.has(memberId)) return;
       const error = this.fenceConsumerMembers(shard, g, [memberId], 'session timed out');
@@ -2048,7 +2484,8 @@ export class GroupCoordinator {
   /** A member that must revoke partitions has its rebalance timeout to do so, or it is fenced. */
   private updateRebalanceTimer(shard: Shard, group: ConsumerGroup, now: ConsumerMember, before: ConsumerMember): void {
     const key = rebalanceKey(group.groupId, now.memberId);
-    if (now.state !== MemberState.UNREVOKED_PARTITIONS) {
+    // Classic members have their join and sync deadlines instead (see classicJoinToConsumerGroup).
+    if (now.state !== MemberState.UNREVOKED_PARTITIONS || now.classic !== null) {
       this.timer.cancel(key);
       return;
     }
@@ -2067,6 +2504,8 @@ export class GroupCoordinator {
   private cancelConsumerMemberTimers(groupId: string, memberId: string): void {
     this.timer.cancel(consumerSessionKey(groupId, memberId));
     this.timer.cancel(rebalanceKey(groupId, memberId));
+    this.timer.cancel(classicJoinKey(groupId, memberId));
+    this.timer.cancel(classicSyncKey(groupId, memberId));
   }
 
   /** ConsumerGroupDescribe for one group. */
@@ -2115,6 +2554,7 @@ export class GroupCoordinator {
           subscribedTopicRegex: m.subscribedTopicRegex,
           assignment: named(now),
           targetAssignment: named(group.target.get(m.memberId) ?? new Map()),
+          memberType: m.classic === null ? 1 : 0,
         };
       }),
     };
@@ -2125,16 +2565,19 @@ export class GroupCoordinator {
     if (p.generationId < 0 && group.members.size === 0) return ErrorCode.NONE;
     const member = group.members.get(p.memberId);
     if (!member) return ErrorCode.UNKNOWN_MEMBER_ID;
-    if (!p.v9) return ErrorCode.UNSUPPORTED_VERSION;
+    // A classic member commits with any version, its generation being its member epoch; what is stale for a
+    // member of the consumer protocol is an illegal generation for it.
+    if (!p.v9 && member.classic === null) return ErrorCode.UNSUPPORTED_VERSION;
+    const stale = member.classic === null ? ErrorCode.STALE_MEMBER_EPOCH : ErrorCode.ILLEGAL_GENERATION;
     if (p.generationId === member.memberEpoch) return ErrorCode.NONE;
-    if (p.generationId > member.memberEpoch) return ErrorCode.STALE_MEMBER_EPOCH;
+    if (p.generationId > member.memberEpoch) return stale;
     // An older epoch may commit the partitions it was given at or before that epoch.
     const image = this.metadata.image();
     for (const t of p.topics) {
       const topicId = image.topics.get(t.name)?.topicId;
       for (const x of t.partitions) {
         const epoch = topicId === undefined ? undefined : (member.assigned.get(topicId)?.get(x.partitionIndex) ?? member.pendingRevocation.get(topicId)?.get(x.partitionIndex));
-        if (epoch === undefined || p.generationId < epoch) return ErrorCode.STALE_MEMBER_EPOCH;
+        if (epoch === undefined || p.generationId < epoch) return stale;
       }
     }
     return ErrorCode.NONE;
@@ -2151,6 +2594,8 @@ export class GroupCoordinator {
       shard.groups.delete(r.groupId);
     }
     switch (r.type) {
+      case 4:
+        return;
       case 3:
         if (r.value === null) {
           shard.consumerGroups.delete(r.groupId);
@@ -2183,6 +2628,10 @@ export class GroupCoordinator {
           subscribedTopicRegex: v.subscribedTopicRegex ?? '',
           rebalanceTimeoutMs: v.rebalanceTimeoutMs,
           serverAssignor: v.serverAssignor,
+          classic:
+            v.classicMemberMetadata === null
+              ? null
+              : { sessionTimeoutMs: v.classicMemberMetadata.sessionTimeoutMs, protocols: v.classicMemberMetadata.supportedProtocols.map((x) => ({ name: x.name, metadata: x.metadata })) },
         });
         group.members.set(r.memberId, m);
         return;

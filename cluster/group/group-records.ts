@@ -30,6 +30,9 @@ import { ConsumerGroupMetadataKey } from '../../wire/messages/consumer-group-met
 import { ConsumerGroupMetadataValue } from '../../wire/messages/consumer-group-metadata-value.js';
 import { ConsumerGroupMemberMetadataKey } from '../../wire/messages/consumer-group-member-metadata-key.js';
 import { ConsumerGroupMemberMetadataValue } from '../../wire/messages/consumer-group-member-metadata-value.js';
+import { ConsumerGroupPartitionMetadataKey } from '../../wire/messages/consumer-group-partition-metadata-key.js';
+import { ConsumerGroupPartitionMetadataValue } from '../../wire/messages/consumer-group-partition-metadata-value.js';
+import type { ConsumerGroupPartitionMetadataValue as ConsumerGroupPartitionMetadataValueT } from '../../wire/messages/consumer-group-partition-metadata-value.js';
 import { ConsumerGroupTargetAssignmentMetadataKey } from '../../wire/messages/consumer-group-target-assignment-metadata-key.js';
 import { ConsumerGroupTargetAssignmentMetadataValue } from '../../wire/messages/consumer-group-target-assignment-metadata-value.js';
 import { ConsumerGroupTargetAssignmentMemberKey } from '../../wire/messages/consumer-group-target-assignment-member-key.js';
@@ -63,6 +66,7 @@ const OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1;
 /** The records of a consumer group (KIP-848), by record type. */
 export type ConsumerGroupRecord =
   | { readonly kind: 'consumer'; readonly type: 3; readonly groupId: string; readonly value: ConsumerGroupMetadataValueT | null }
+  | { readonly kind: 'consumer'; readonly type: 4; readonly groupId: string; readonly value: ConsumerGroupPartitionMetadataValueT | null }
   | { readonly kind: 'consumer'; readonly type: 5; readonly groupId: string; readonly memberId: string; readonly value: ConsumerGroupMemberMetadataValueT | null }
   | { readonly kind: 'consumer'; readonly type: 6; readonly groupId: string; readonly value: ConsumerGroupTargetAssignmentMetadataValueT | null }
   | { readonly kind: 'consumer'; readonly type: 7; readonly groupId: string; readonly memberId: string; readonly value: ConsumerGroupTargetAssignmentMemberValueT | null }
@@ -72,8 +76,10 @@ export type ConsumerGroupMetadataValueData = ConsumerGroupMetadataValueT;
 export type ConsumerGroupMemberMetadataValueData = ConsumerGroupMemberMetadataValueT;
 export type ConsumerGroupCurrentMemberAssignmentValueData = ConsumerGroupCurrentMemberAssignmentValueT;
 
-const CONSUMER_RECORD_DECLS: Readonly<Record<3 | 5 | 6 | 7 | 8, { key: MessageDecl; value: MessageDecl; member: boolean }>> = {
+const CONSUMER_RECORD_DECLS: Readonly<Record<3 | 4 | 5 | 6 | 7 | 8, { key: MessageDecl; value: MessageDecl; member: boolean }>> = {
   3: { key: ConsumerGroupMetadataKey, value: ConsumerGroupMetadataValue, member: false },
+  // Subscription metadata: no longer kept (the group's metadata hash replaced it), only written as a tombstone.
+  4: { key: ConsumerGroupPartitionMetadataKey, value: ConsumerGroupPartitionMetadataValue, member: false },
   5: { key: ConsumerGroupMemberMetadataKey, value: ConsumerGroupMemberMetadataValue, member: true },
   6: { key: ConsumerGroupTargetAssignmentMetadataKey, value: ConsumerGroupTargetAssignmentMetadataValue, member: false },
   7: { key: ConsumerGroupTargetAssignmentMemberKey, value: ConsumerGroupTargetAssignmentMemberValue, member: true },
@@ -151,7 +157,7 @@ export function deserializeRecord(key: Buffer | null, value: Buffer | null): Coo
     return typeof v === 'string' ? { kind: 'skipped', reason: v } : { kind: 'group', key: k.value, value: v };
   }
   if (keyVersion in CONSUMER_RECORD_DECLS) {
-    const type = keyVersion as 3 | 5 | 6 | 7 | 8;
+    const type = keyVersion as 3 | 4 | 5 | 6 | 7 | 8;
     const decls = CONSUMER_RECORD_DECLS[type];
     const k = decode<{ groupId: string; memberId?: string }>(decls.key, KEY_SCHEMA_VERSION, key.subarray(2));
     if (!k.ok) return { kind: 'skipped', reason: k.error };

@@ -22,6 +22,7 @@ public final class Main {
         SCENARIOS.put("group", new GroupScenario(false));
         SCENARIOS.put("group-consumer", new GroupScenario(true));
         SCENARIOS.put("group-admin", new GroupAdminScenario());
+        SCENARIOS.put("group-migration", new MigrationScenario());
         SCENARIOS.put("idempotent", new IdempotentScenario());
         SCENARIOS.put("metadata", new MetadataScenario());
         SCENARIOS.put("roundtrip", new RoundtripScenario());
