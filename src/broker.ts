@@ -22,7 +22,7 @@ import { TxnMarkerChannel } from '../cluster/txn/txn-marker-channel.js';
 import { TransactionVerifier } from '../cluster/txn/txn-verifier.js';
 import { BrokerChannel } from '../cluster/inter-broker/broker-channel.js';
 import { LogManager, type LogManagerOptions } from '../storage/log-manager.js';
-import { loadOrCreateIdentity, lockDataDir, type DirIdentity } from '../storage/data-dir.js';
+import { DataDirError, loadOrCreateIdentity, lockDataDir, type DirIdentity } from '../storage/data-dir.js';
 import { HANDLERS, advertisedVersions, handlerTable } from '../api/registry.js';
 import { groupCoordinatorConfig, transactionCoordinatorConfig, type BrokerServices, type BrokerSettings } from '../api/handler.js';
 import { Connection, type Dispatch } from './connection.js';
@@ -100,10 +100,17 @@ export class Broker {
     const unlock = (): void => {
       for (const u of unlocks.splice(0)) u();
     };
-    for (const dir of logDirs) {
+    // A log directory other than the first that cannot be used (a failed disk) is left offline, as in
+    // Kafka; one that belongs to another broker or cluster, or is in use, stops the start.
+    const unusableDirs = new Map<string, Error>();
+    for (const [i, dir] of logDirs.entries()) {
       try {
         unlocks.push(lockDataDir(dir));
       } catch (err) {
+        if (i > 0 && !(err instanceof DataDirError)) {
+          unusableDirs.set(dir, err as Error);
+          continue;
+        }
         unlock();
         throw new StartError(`cannot use data directory ${dir}: ${(err as Error).message}`);
       }
@@ -158,9 +165,14 @@ export class Broker {
       }
       // Every other log directory belongs to the same cluster and node, each with its own directory id.
       for (const dir of logDirs.slice(1)) {
+        if (unusableDirs.has(dir)) continue;
         try {
           loadOrCreateIdentity(dir, config.nodeId, { clusterId: identity.clusterId, store: etcd ? 'etcd' : 'local' });
         } catch (err) {
+          if (!(err instanceof DataDirError)) {
+            unusableDirs.set(dir, err as Error);
+            continue;
+          }
           throw new StartError(`cannot use data directory ${dir}: ${(err as Error).message}`);
         }
       }
@@ -179,6 +191,7 @@ export class Broker {
         const view = BrokerConfigs.of(store.image(), staticConfig, config.nodeId);
         logs = LogManager.open(logDirs, {
           onDirFailure: (path) => onDirFailure(path),
+          unusableDirs,
           defaults: view.logDefaults(),
           topicConfigs: topicLogConfigs(store.image(), staticConfig, config.nodeId),
           log,
@@ -198,6 +211,8 @@ export class Broker {
     // Before the replica manager, so that a new topic's logs open with their config.
     followTopicLogConfigs(store, logs, staticConfig, config.nodeId);
     const replicas = new ReplicaManager(config.nodeId, store, logs, log, { replicaLagTimeMaxMs: config.replicaLagTimeMaxMs }).start();
+    // Replicas in a failed log directory stop serving; in a cluster their leadership moves elsewhere.
+    onDirFailure = () => replicas.onLogDirFailure();
     logs.start();
     const settings: BrokerSettings = { ...config, staticConfig };
     // After the replica manager: the coordinator loads its groups from the partition logs it opened.

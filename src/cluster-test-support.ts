@@ -28,8 +28,8 @@ export async function until<T>(what: string, probe: () => Promise<T | null | und
 export interface ClusterView {
   brokers: number[];
   controller: number;
-  /** Each partition of the topic, by index: leader (-1 for none), leader epoch, ISR (sorted) and error code. */
-  partitions: { leader: number; leaderEpoch: number; isr: number[]; errorCode: number }[];
+  /** Each partition of the topic, by index: leader (-1 for none), leader epoch, ISR (sorted), offline replicas (sorted) and error code. */
+  partitions: { leader: number; leaderEpoch: number; isr: number[]; offline: number[]; errorCode: number }[];
 }
 
 /** Metadata v12 for `topic` from the broker at `bootstrap` (HOST:PORT). */
@@ -47,7 +47,7 @@ export async function clusterView(bootstrap: string, topic: string): Promise<Clu
     return {
       brokers: md.brokers.map((b) => b.nodeId).sort(),
       controller: md.controllerId,
-      partitions: parts.map((p) => ({ leader: p.leaderId, leaderEpoch: p.leaderEpoch, isr: [...p.isrNodes].sort(), errorCode: p.errorCode })),
+      partitions: parts.map((p) => ({ leader: p.leaderId, leaderEpoch: p.leaderEpoch, isr: [...p.isrNodes].sort(), offline: [...p.offlineReplicas].sort(), errorCode: p.errorCode })),
     };
   } finally {
     conn.close();

@@ -43,7 +43,7 @@ const { etcdBinary, startEtcd } = await lib<{
   etcdBinary(): string | null;
   startEtcd(o?: { dataDir?: string; clientPort?: number; ownDataDir?: boolean }): Promise<Etcd>;
 }>('etcd.mjs');
-const { startGregor } = await lib<{ startGregor(o: { dataDir: string; args: string[] }): Promise<TestBroker> }>('gregor.mjs');
+const { startGregor } = await lib<{ startGregor(o: { dataDir: string; args: string[]; logDirs?: number }): Promise<TestBroker> }>('gregor.mjs');
 const { freePort } = await lib<{ freePort(): Promise<number> }>('free-port.mjs');
 
 /** Whether etcd is installed here (the cluster tests skip without it, except under CI). */
@@ -63,11 +63,13 @@ export class TestCluster {
     /** `--override` values every broker gets. */
     private readonly overrides: readonly string[],
     private readonly fixedPorts: boolean,
+    /** Log directories per broker: `d1`, `d2`, ... in its data directory when above 1. */
+    private readonly logDirs: number,
   ) {}
 
   /** etcd, then the brokers `ids` at once. `fixedPorts`: a broker started again listens on its first port. */
-  static async start(ids: readonly number[], overrides: readonly string[], opts: { fixedPorts?: boolean } = {}): Promise<TestCluster> {
-    const c = new TestCluster(await startEtcd(), overrides, opts.fixedPorts ?? false);
+  static async start(ids: readonly number[], overrides: readonly string[], opts: { fixedPorts?: boolean; logDirs?: number } = {}): Promise<TestCluster> {
+    const c = new TestCluster(await startEtcd(), overrides, opts.fixedPorts ?? false, opts.logDirs ?? 1);
     // Every start settles before a failure is reported, so that close() stops all that came up.
     const started = await Promise.allSettled(ids.map((id) => c.start(id)));
     const failed = started.find((r) => r.status === 'rejected');
@@ -85,7 +87,7 @@ export class TestCluster {
     const args = ['--broker-id', String(nodeId), '--metadata', `etcd://${this.etcd.endpoint}`];
     if (this.fixedPorts) args.push('--listen', `127.0.0.1:${await this.port(nodeId)}`);
     for (const o of this.overrides) args.push('--override', o);
-    const g = await startGregor({ dataDir: dir, args });
+    const g = await startGregor({ dataDir: dir, args, logDirs: this.logDirs });
     this.running.set(nodeId, g);
     return g;
   }

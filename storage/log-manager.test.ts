@@ -323,7 +323,8 @@ describe('LogManager background work', () => {
     const fs = new FaultyFs();
     const logger = recorder();
     const [d1, d2] = [tempDir(), tempDir()];
-    const m = LogManager.open([d1, d2], { fs, now: () => now, log: logger, defaults: logConfig({ retentionMs: 1000 }), ...fast });
+    const failedDirs: string[] = [];
+    const m = LogManager.open([d1, d2], { fs, now: () => now, log: logger, defaults: logConfig({ retentionMs: 1000 }), onDirFailure: (p) => void failedDirs.push(p), ...fast });
     managers.push(m);
     // Placement alternates between the two directories (fewest partitions first).
     const bad = m.getOrCreate('bad', 0);
@@ -352,6 +353,7 @@ describe('LogManager background work', () => {
     expect(logger.lines.filter((l) => l.level === 'warn' && l.obj.topic === 'neighbour')).toEqual([]);
     expect(logger.lines.some((l) => l.level === 'warn' && (l.obj.topic === 'good' || l.obj.logDir === d2))).toBe(false);
     expect(m.logDirs().map((d) => d.failure !== null)).toEqual([true, false]);
+    expect(failedDirs).toEqual([d1]);
     // New partitions go to the directory still online.
     m.getOrCreate('later', 0);
     expect(m.logDirOf('later', 0)).toBe(d2);

@@ -106,6 +106,8 @@ export interface LogManagerOptions {
   producerIdExpirationCheckIntervalMs?: number;
   /** Told the path of a log directory that has just gone offline. */
   onDirFailure?: (path: string) => void;
+  /** Log directories found unusable before the logs open (by path): offline from the start, not read. */
+  unusableDirs?: ReadonlyMap<string, Error>;
 }
 
 /** One partition has logs in two directories: the broker cannot tell which to serve. */
@@ -314,6 +316,11 @@ export class LogManager {
     const futures: { dirIndex: number; name: string; topic: string; partition: number }[] = [];
     try {
       for (let i = 0; i < manager.dirs.length; i++) {
+        const unusable = opts.unusableDirs?.get(manager.dirs[i]!.path);
+        if (unusable) {
+          manager.dropDirAtOpen(i, unusable);
+          continue;
+        }
         try {
           recovered += manager.openDir(i, futures);
         } catch (err) {
@@ -448,13 +455,19 @@ export class LogManager {
    * `orders-0` and returns a log with logEndOffset 0n; a second call
    * returns the same log.
    */
-  getOrCreate(topic: string, partition: number, config?: LogConfig): PartitionLog {
-    const r = this.getOrCreateMany([{ topic, partition, config }])[0]!;
+  getOrCreate(topic: string, partition: number, config?: LogConfig, isNew = true): PartitionLog {
+    const r = this.getOrCreateMany([{ topic, partition, config, isNew }])[0]!;
     if (r instanceof Error) throw r;
     return r;
   }
 
   /**
+   * A partition that is not `isNew` (it existed before this broker started,
+   * so its log should be here) is not created while a log directory is
+   * offline: its log may be in that directory, and an empty one made
+   * elsewhere would serve as if its records were gone (Kafka refuses the
+   * same). It answers a StorageError instead.
+   *
    * getOrCreate for several partitions, with one sync of the data directory
    * for all the logs it creates rather than one each (creating a topic of
    * 10,000 partitions). Answers in order, each the log or why it could not be
@@ -464,11 +477,11 @@ export class LogManager {
    * Example: getOrCreateMany([{ topic: 'orders', partition: 0 }, { topic:
    * 'orders', partition: 1 }]) -> two empty logs, one directory sync.
    */
-  getOrCreateMany(parts: readonly { topic: string; partition: number; config?: LogConfig }[]): (PartitionLog | Error)[] {
+  getOrCreateMany(parts: readonly { topic: string; partition: number; config?: LogConfig; isNew?: boolean }[]): (PartitionLog | Error)[] {
     this.checkOpen();
     const out: (PartitionLog | Error)[] = [];
     const created: { index: number; name: string; dir: string; dirIndex: number; topic: string; partition: number }[] = [];
-    for (const { topic, partition, config } of parts) {
+    for (const { topic, partition, config, isNew = true } of parts) {
       try {
         checkPartitionName(topic, partition);
         const name = partitionDirName(topic, partition);
@@ -476,6 +489,12 @@ export class LogManager {
         if (existing) {
           out.push(existing.log);
           continue;
+        }
+        const offline = this.dirs.filter((d) => d.failure !== null);
+        if (!isNew && offline.length > 0) {
+          throw new StorageError(
+            `no log of ${name} in the online log directories, and it may be in the offline ${offline.map((d) => d.path).join(', ')}: not created empty; repair the directory and restart`,
+          );
         }
         const dirIndex = this.placeNew(name);
         const dir = join(this.dirs[dirIndex]!.path, name);

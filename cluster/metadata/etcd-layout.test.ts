@@ -176,6 +176,16 @@ describe('leader election by the controller', () => {
     expect(electLeaders([state(1, [1, 2])], [[1, 2]], new Set([1]))).toEqual([{ leader: 1, leaderEpoch: 4, partitionEpoch: 5, isr: [1] }]);
   });
 
+  it('treats a replica its broker reports offline (failed log directory) as gone for that partition only', () => {
+    const offline = (partition: number, replica: number) => partition === 0 && replica === 1;
+    expect(electLeaders([state(1, [1, 2]), state(1, [1, 2])], [[1, 2], [1, 2]], new Set([1, 2]), offline)).toEqual([
+      { leader: 2, leaderEpoch: 5, partitionEpoch: 5, isr: [2] },
+      state(1, [1, 2]),
+    ]);
+    // As a follower: out of the ISR, no new leader epoch.
+    expect(electLeaders([state(2, [2, 1])], [[2, 1]], new Set([1, 2]), offline)).toEqual([{ leader: 2, leaderEpoch: 4, partitionEpoch: 5, isr: [2] }]);
+  });
+
   it('changes nothing when every leader is alive and every ISR member too', () => {
     expect(electLeaders([state(1, [1]), state(-1, [3])], [[1], [3]], new Set([1, 2]))).toBeNull();
   });

@@ -35,6 +35,8 @@ export interface StoredBroker {
   readonly endpoints: readonly Endpoint[];
   /** The data directory's id: tells a broker's own earlier registration from another broker using its node id. */
   readonly directoryId: string;
+  /** Its replicas that cannot serve (offline log directory), as `topicId:partition`; absent when none. */
+  readonly offlineReplicas?: readonly string[];
 }
 
 export interface StoredTopic {
@@ -212,7 +214,7 @@ export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string
     switch (k.kind) {
       case 'broker': {
         const b = v as StoredBroker;
-        brokers.push({ nodeId: k.nodeId, rack: b.rack, endpoints: b.endpoints });
+        brokers.push({ nodeId: k.nodeId, rack: b.rack, endpoints: b.endpoints, ...(b.offlineReplicas?.length ? { offlineReplicas: b.offlineReplicas } : {}) });
         break;
       }
       case 'controller':
@@ -240,6 +242,7 @@ export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string
     }
   }
   const live = new Set(brokers.map((b) => b.nodeId));
+  const down = offlineReplicaSets(brokers);
   const images: TopicImage[] = [];
   for (const [name, t] of topics) {
     const own = partitions.get(name);
@@ -253,7 +256,7 @@ export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string
         leaderEpoch: s?.leaderEpoch ?? 0,
         replicas: [...replicas],
         isr: s ? [...s.isr] : [],
-        offlineReplicas: replicas.filter((r) => !live.has(r)),
+        offlineReplicas: replicas.filter((r) => !live.has(r) || down.get(r)?.has(`${t.topicId}:${partition}`) === true),
         ...(moving ? { addingReplicas: [...moving.adding], removingReplicas: [...moving.removing] } : {}),
       };
     });
@@ -350,6 +353,16 @@ export function placeReplicas(
 }
 
 /**
+ * Each broker's replicas that cannot serve, from the registrations: node id
+ * -> `topicId:partition` keys. Brokers with none are left out.
+ */
+export function offlineReplicaSets(brokers: Iterable<BrokerRegistration>): Map<number, Set<string>> {
+  const out = new Map<number, Set<string>>();
+  for (const b of brokers) if (b.offlineReplicas && b.offlineReplicas.length > 0) out.set(b.nodeId, new Set(b.offlineReplicas));
+  return out;
+}
+
+/**
  * What the controller writes when brokers come and go, for one topic's
  * partitions: a partition whose leader is gone gets the first of its replicas
  * that is in the ISR and alive (an unclean election never happens), with the
@@ -357,6 +370,8 @@ export function placeReplicas(
  * its ISR, so that the last in-sync replica can lead again when it returns.
  * Replicas that are gone leave the ISR of a partition that keeps or gets a
  * leader. Every change raises the partition epoch. Null when nothing changes.
+ * A replica `offline` names (its broker's log directory failed) counts as gone
+ * for that partition only.
  *
  * Example: states [{ leader: 1, leaderEpoch: 4, partitionEpoch: 4, isr: [1, 2] }],
  * replicas [[1, 2]], live {2} -> [{ leader: 2, leaderEpoch: 5, partitionEpoch: 5, isr: [2] }].
@@ -364,10 +379,12 @@ export function placeReplicas(
 export function electLeaders(
   states: readonly StoredPartition[],
   replicas: readonly (readonly number[])[],
-  live: ReadonlySet<number>,
+  liveBrokers: ReadonlySet<number>,
+  offline: (partition: number, replica: number) => boolean = () => false,
 ): StoredPartition[] | null {
   let changed = false;
   const out = states.map((s, partition): StoredPartition => {
+    const live = { has: (r: number) => liveBrokers.has(r) && !offline(partition, r) };
     if (s.leader >= 0 && live.has(s.leader)) {
       const isr = s.isr.filter((r) => live.has(r));
       if (isr.length === s.isr.length) return s;

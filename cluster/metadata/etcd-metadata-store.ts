@@ -33,6 +33,7 @@ import {
   completeReassignment,
   electLeader,
   electLeaders,
+  offlineReplicaSets,
   imageFromEntries,
   imbalancedPartitions,
   initialState,
@@ -148,6 +149,8 @@ export class EtcdMetadataStore implements MetadataStore {
   private registering: Promise<void> | null = null;
   private self: BrokerRegistration | null = null;
   private directoryId = '';
+  /** This broker's replicas that cannot serve, as its registration publishes them. */
+  private offlineReplicas: readonly string[] = [];
   private closed = false;
   /** Set by controlledShutdown(): never register again. */
   private leaving = false;
@@ -261,6 +264,26 @@ export class EtcdMetadataStore implements MetadataStore {
       }, every);
       this.rebalanceTimer.unref();
     }
+  }
+
+  /** This broker's registration as it is written. */
+  private storedSelf(): StoredBroker {
+    const self = this.self!;
+    return { rack: self.rack, endpoints: self.endpoints, directoryId: this.directoryId, ...(this.offlineReplicas.length > 0 ? { offlineReplicas: this.offlineReplicas } : {}) };
+  }
+
+  /**
+   * Rewrites this broker's registration (under its lease) with the replicas
+   * that cannot serve; the controller sees them in the next image. Before
+   * registration, or while the lease is being replaced, the list goes with
+   * the next registration.
+   */
+  async reportOfflineReplicas(replicas: readonly string[]): Promise<void> {
+    this.offlineReplicas = [...replicas];
+    const lease = this.lease;
+    if (!this.self || !lease || this.closed) return;
+    const key = this.layout.broker(this.self.nodeId);
+    await this.call(() => lease.put(key).value(JSON.stringify(this.storedSelf())).exec());
   }
 
   async createTopic(topic: NewTopic): Promise<TopicImage> {
@@ -970,7 +993,7 @@ export class EtcdMetadataStore implements MetadataStore {
       this.lease = null;
       void this.reregister();
     });
-    const stored: StoredBroker = { rack: self.rack, endpoints: self.endpoints, directoryId: this.directoryId };
+    const stored = this.storedSelf();
     const key = this.layout.broker(self.nodeId);
     try {
       const c = this.client;
@@ -1109,13 +1132,15 @@ export class EtcdMetadataStore implements MetadataStore {
     const controller = this.entries.get(this.layout.controller());
     if (!controller) return;
     const live = new Set(this.current.brokers.keys());
+    const down = offlineReplicaSets(this.current.brokers.values());
     for (const name of [...this.current.topics.keys()]) {
       const views = this.storedViews(name);
       if (!views) continue;
       const { stored } = views;
       // A partition without a state (its topic's creation was cut short) gets a new one.
       const before = views.partitions.map((p, i) => p.view?.state ?? initialState(stored.replicas[i]!, live));
-      const states = [...(electLeaders(before, stored.replicas, live) ?? before)];
+      const offline = (partition: number, replica: number): boolean => down.get(replica)?.has(`${stored.topicId}:${partition}`) === true;
+      const states = [...(electLeaders(before, stored.replicas, live, offline) ?? before)];
       // Reassignments whose target replicas are all in sync now: the replicas being removed go.
       const completedAs = new Map<number, StoredPartitionView>();
       for (const [key, moving] of Object.entries(stored.reassigning ?? {})) {

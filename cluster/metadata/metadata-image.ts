@@ -15,6 +15,12 @@ export interface BrokerRegistration {
   readonly rack: string | null;
   /** Advertised endpoints, one per listener. */
   readonly endpoints: readonly Endpoint[];
+  /**
+   * Replicas on this broker that cannot serve (their log directory is
+   * offline), as `topicId:partition`: the controller treats them as offline
+   * replicas. Absent when there are none.
+   */
+  readonly offlineReplicas?: readonly string[];
 }
 
 export interface PartitionState {
@@ -147,6 +153,13 @@ export interface MetadataStore {
    * still name it, and whether the time ran out. Stores of one broker have none.
    */
   controlledShutdown?(timeoutMs: number): Promise<{ leading: number; timedOut: boolean }>;
+  /**
+   * Publishes this broker's replicas that cannot serve (`topicId:partition`,
+   * the whole current list): every partition lists them among its offline
+   * replicas, and the controller elects other leaders for them and takes them
+   * out of the ISR. Stores of one broker have none.
+   */
+  reportOfflineReplicas?(replicas: readonly string[]): Promise<void>;
   /**
    * AlterPartitionReassignments (KIP-455): starts moving each partition to
    * its target replicas (null cancels a reassignment in progress); the

@@ -138,3 +138,36 @@ describe('ReplicaManager: topics that go away', () => {
     expect(existsSync(d)).toBe(true);
   });
 });
+
+describe('ReplicaManager: log directories that fail', () => {
+  it('does not create empty logs, after a restart, for replicas that may be in an offline directory; a topic created later gets logs', async () => {
+    const [a, b] = [dir(), dir()];
+    const store = new ScriptedStore(imageOf(topicImage('t', 'AAAAAAAAAAAAAAAAAAAAAg', 2)));
+    const logs = LogManager.open([a, b], { defaults: logConfig(), log: quiet });
+    const rm = new ReplicaManager(1, store as unknown as MetadataStore, logs, quiet).start();
+    expect(rm.appendRecords('t', 1, record(), -1).errorCode).toBe(0);
+    expect(logs.logDirOf('t', 1)).toBe(b);
+    rm.stop();
+    await logs.close();
+
+    // The second directory is unusable at the next start.
+    const again = LogManager.open([a, b], { defaults: logConfig(), log: quiet, unusableDirs: new Map([[b, new Error('disk failed')]]) });
+    cleanups.push(() => again.close());
+    const reported: string[][] = [];
+    const store2 = Object.assign(new ScriptedStore(imageOf(topicImage('t', 'AAAAAAAAAAAAAAAAAAAAAg', 2))), {
+      reportOfflineReplicas: async (r: readonly string[]) => void reported.push([...r]),
+    });
+    const rm2 = new ReplicaManager(1, store2 as unknown as MetadataStore, again, quiet).start();
+    cleanups.push(() => rm2.stop());
+    expect(again.get('t', 0)).toBeDefined();
+    expect(again.get('t', 1)).toBeUndefined();
+    expect(rm2.appendRecords('t', 1, record(), -1).errorCode).toBe(56); // KAFKA_STORAGE_ERROR, nothing created
+    expect(again.get('t', 1)).toBeUndefined();
+    expect(partitionDirs(a)).toEqual(['t-0']);
+    expect(reported).toEqual([['AAAAAAAAAAAAAAAAAAAAAg:1']]);
+    // A topic that appears after the start is new: its logs are made in the directory still online.
+    store2.set(imageOf(topicImage('t', 'AAAAAAAAAAAAAAAAAAAAAg', 2), topicImage('later', 'AAAAAAAAAAAAAAAAAAAAAw', 1)));
+    expect(again.logDirOf('later', 0)).toBe(a);
+    expect(reported).toEqual([['AAAAAAAAAAAAAAAAAAAAAg:1']]);
+  });
+});

@@ -188,6 +188,14 @@ export class ReplicaManager {
    * and the logs of the old one must not serve it.
    */
   private readonly hostedTopicIds = new Map<string, string>();
+  /**
+   * `topicId:partition` of every replica this broker held when it started
+   * (the first image): their logs should be on disk, so none is created empty
+   * while a log directory is offline (see LogManager.getOrCreateMany).
+   */
+  private hostedAtStart: Set<string> | null = null;
+  /** The replicas last reported to the metadata store as unable to serve (`topicId:partition`), sorted. */
+  private reportedOffline = '';
   private replicationClosed = false;
   /** ISR changes the metadata store did not take since the last report of them. */
   private isrFailures = { count: 0, reportedAtMs: 0, last: '' };
@@ -279,7 +287,7 @@ export class ReplicaManager {
     if (acks === -1 && this.replicationClosed && this.needsFollowers(topic, partition, state)) return appendError(ErrorCode.NOT_LEADER_OR_FOLLOWER);
     let log: PartitionLog;
     try {
-      log = this.logs.getOrCreate(topic, partition);
+      log = this.openLog(topic, partition);
     } catch (err) {
       this.log.warn({ topic, partition, err }, 'cannot open partition log');
       return appendError(ErrorCode.KAFKA_STORAGE_ERROR, (err as Error).message);
@@ -381,7 +389,7 @@ export class ReplicaManager {
     if (this.replicationClosed && this.needsFollowers(topic, partition, state)) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
     let log: PartitionLog;
     try {
-      log = this.logs.getOrCreate(topic, partition);
+      log = this.openLog(topic, partition);
     } catch (err) {
       this.log.warn({ topic, partition, err }, 'cannot open partition log');
       return ErrorCode.KAFKA_STORAGE_ERROR;
@@ -469,7 +477,7 @@ export class ReplicaManager {
     if (state.leader !== this.nodeId) return fail(ErrorCode.NOT_LEADER_OR_FOLLOWER);
     let log: PartitionLog;
     try {
-      log = this.logs.getOrCreate(topic, partition);
+      log = this.openLog(topic, partition);
     } catch (err) {
       this.log.warn({ topic, partition, err }, 'cannot open partition log');
       return fail(ErrorCode.KAFKA_STORAGE_ERROR);
@@ -577,7 +585,7 @@ export class ReplicaManager {
     if (fetchOnlyLeader && state.leader !== this.nodeId) return readError(ErrorCode.NOT_LEADER_OR_FOLLOWER);
     let log: PartitionLog;
     try {
-      log = this.logs.getOrCreate(topic, partition);
+      log = this.openLog(topic, partition);
     } catch (err) {
       this.log.warn({ topic, partition, err }, 'cannot open partition log');
       return readError(ErrorCode.KAFKA_STORAGE_ERROR);
@@ -1190,6 +1198,48 @@ export class ReplicaManager {
     return { log, state };
   }
 
+  /** The partition's log, created when missing unless it should already exist (see hostedAtStart). */
+  private openLog(topic: string, partition: number): PartitionLog {
+    return this.logs.getOrCreate(topic, partition, undefined, this.isNewReplica(topic, partition));
+  }
+
+  private isNewReplica(topic: string, partition: number): boolean {
+    const topicId = this.metadata.image().topics.get(topic)?.topicId;
+    return topicId === undefined || this.hostedAtStart === null || !this.hostedAtStart.has(`${topicId}:${partition}`);
+  }
+
+  /**
+   * A log directory went offline (LogManager's onDirFailure): the replicas in
+   * it can no longer serve. In a cluster the metadata store is told, so that
+   * the controller moves their leadership and takes them out of the ISR, as
+   * Kafka's controller does for a broker's offline directory.
+   */
+  onLogDirFailure(): void {
+    this.reportOfflineReplicas(this.metadata.image());
+  }
+
+  /** Tells the metadata store which of this broker's replicas have no usable log, when that changed. */
+  private reportOfflineReplicas(image: MetadataImage): void {
+    if (!this.metadata.reportOfflineReplicas) return;
+    const offline: string[] = [];
+    for (const t of image.topics.values()) {
+      for (const p of t.partitions) {
+        if (!p.replicas.includes(this.nodeId)) continue;
+        const log = this.logs.get(t.name, p.partition);
+        if (!log || log.isOffline) offline.push(`${t.topicId}:${p.partition}`);
+      }
+    }
+    offline.sort();
+    const key = offline.join(',');
+    if (key === this.reportedOffline) return;
+    this.reportedOffline = key;
+    if (offline.length > 0) this.log.warn({ replicas: offline.length }, 'replicas without a usable log reported offline: their leadership moves to other in-sync replicas');
+    this.metadata.reportOfflineReplicas(offline).catch((err: unknown) => {
+      this.reportedOffline = '';
+      this.log.warn({ err: (err as Error).message }, 'cannot report offline replicas to the metadata store; trying again at the next change');
+    });
+  }
+
   private partitionState(topic: string, partition: number): PartitionState | undefined {
     const t = this.metadata.image().topics.get(topic);
     if (!t) return undefined;
@@ -1214,12 +1264,18 @@ export class ReplicaManager {
       const p = image.topics.get(topic)?.partitions[partition];
       return p !== undefined && !p.replicas.includes(this.nodeId);
     }, 'replica moved to other brokers');
+    if (this.hostedAtStart === null) {
+      this.hostedAtStart = new Set();
+      for (const t of image.topics.values()) for (const p of t.partitions) if (p.replicas.includes(this.nodeId)) this.hostedAtStart.add(`${t.topicId}:${p.partition}`);
+    }
     // New logs are created together: one sync of the data directory for all of them.
-    const missing: { topic: string; partition: number }[] = [];
+    const missing: { topic: string; partition: number; isNew: boolean }[] = [];
     for (const t of image.topics.values()) {
       if (t.partitions.some((p) => p.replicas.includes(this.nodeId))) this.hostedTopicIds.set(t.name, t.topicId);
       for (const p of t.partitions) {
-        if (p.replicas.includes(this.nodeId) && !this.logs.get(t.name, p.partition)) missing.push({ topic: t.name, partition: p.partition });
+        if (p.replicas.includes(this.nodeId) && !this.logs.get(t.name, p.partition)) {
+          missing.push({ topic: t.name, partition: p.partition, isNew: !this.hostedAtStart.has(`${t.topicId}:${p.partition}`) });
+        }
       }
     }
     if (missing.length > 0) {
@@ -1251,6 +1307,7 @@ export class ReplicaManager {
       this.finishReplicationWaiters(p, () => ErrorCode.NOT_LEADER_OR_FOLLOWER);
       this.forgetIfIdle(p);
     }
+    this.reportOfflineReplicas(image);
   }
 
   /**
