@@ -1843,7 +1843,9 @@ export class GroupCoordinator {
       if (p.memberEpoch === 0) {
         if (!staticHolder) old = group.members.get(memberId) ?? newMember(memberId);
         else if (staticHolder.memberId === memberId) old = staticHolder;
-        else if (staticHolder.memberEpoch === STATIC_LEAVE_EPOCH) {
+        else if (staticHolder.memberEpoch === STATIC_LEAVE_EPOCH || staticHolder.classic !== null) {
+          // Taken over when its holder left for a while, or is a classic member (whose instance restarted with
+          // the consumer protocol: a classic member never releases its instance id with epoch -2).
           replaced = staticHolder;
           old = { ...copyMember(staticHolder), memberId, memberEpoch: 0, previousMemberEpoch: 0, pendingRevocation: new Map(), state: MemberState.STABLE };
           old.assigned = new Map([...old.assigned].map(([t, ps]) => [t, new Map([...ps.keys()].map((k) => [k, 0]))]));

@@ -654,3 +654,26 @@ describe('online downgrade when a static member is replaced by a classic member'
     expect(c2.heartbeat({ groupId: 'g', generationId: epoch, memberId: 'D', groupInstanceId: null })).toBe(ErrorCode.NONE);
   });
 });
+
+describe('a consumer-protocol member taking over a classic static member', () => {
+  it('replaces the classic holder of its instance id at once, as a restarted static member upgrading its client does', async () => {
+    const h = setup();
+    const c = h.coordinator;
+    c.consumerGroupHeartbeat(cgJoin('C'));
+    const s1 = await c.joinGroup(joinParams({ groupInstanceId: 'i1', protocols: protocols() }));
+    expect(s1.errorCode).toBe(0);
+    const old = s1.memberId;
+    // The instance restarts with the consumer protocol: no UNRELEASED_INSTANCE_ID, the classic member is replaced.
+    const r = c.consumerGroupHeartbeat(cgJoin('S', { instanceId: 'i1' }));
+    expect(r.errorCode).toBe(0);
+    const g = c.consumerGroup('g')!;
+    expect([...g.members.keys()].sort()).toEqual(['C', 'S']);
+    expect(g.members.get('S')!.classic).toBeNull();
+    expect(c.heartbeat({ groupId: 'g', generationId: s1.generationId, memberId: old, groupInstanceId: 'i1' })).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    // The replaced member's session timer is gone with it.
+    h.timer.advance(10_001);
+    expect([...c.consumerGroup('g')!.members.keys()].sort()).toEqual(['C', 'S']);
+    // A consumer-protocol holder still keeps its instance id from another consumer-protocol member.
+    expect(c.consumerGroupHeartbeat(cgJoin('S2', { instanceId: 'i1' })).errorCode).toBe(ErrorCode.UNRELEASED_INSTANCE_ID);
+  });
+});
