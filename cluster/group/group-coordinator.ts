@@ -42,7 +42,9 @@
  * when a consumer-protocol member joins it, its members staying as classic
  * members served from the server-side assignment through JoinGroup,
  * SyncGroup, Heartbeat and LeaveGroup; a consumer group left with classic
- * members only becomes a classic group again.
+ * members only becomes a classic group again, as does one whose last
+ * consumer-protocol member was static and is replaced by a classic JoinGroup
+ * of its instance id.
  */
 import { ErrorCode } from '../../wire/errors.js';
 import type { MetadataImage, MetadataStore } from '../metadata/metadata-image.js';
@@ -480,6 +482,12 @@ interface MemberPlan {
   readonly assignmentTimestamp: number;
   readonly target: Map<string, TargetAssignment>;
   readonly reconciled: ConsumerMember;
+  /**
+   * Only for a change planned as a downgrade: the group epoch is ahead of
+   * the assignment epoch, so no target was computed and the member was not
+   * reconciled (the classic group the downgrade makes rebalances instead).
+   */
+  readonly staleAssignment: boolean;
 }
 
 /** ConsumerGroupHeartbeat's member epochs that leave: for good (-1), or for a while, a static member (-2). */
@@ -1835,7 +1843,9 @@ export class GroupCoordinator {
       if (p.memberEpoch === 0) {
         if (!staticHolder) old = group.members.get(memberId) ?? newMember(memberId);
         else if (staticHolder.memberId === memberId) old = staticHolder;
-        else if (staticHolder.memberEpoch === STATIC_LEAVE_EPOCH) {
+        else if (staticHolder.memberEpoch === STATIC_LEAVE_EPOCH || staticHolder.classic !== null) {
+          // Taken over when its holder left for a while, or is a classic member (whose instance restarted with
+          // the consumer protocol: a classic member never releases its instance id with epoch -2).
           replaced = staticHolder;
           old = { ...copyMember(staticHolder), memberId, memberEpoch: 0, previousMemberEpoch: 0, pendingRevocation: new Map(), state: MemberState.STABLE };
           old.assigned = new Map([...old.assigned].map(([t, ps]) => [t, new Map([...ps.keys()].map((k) => [k, 0]))]));
@@ -1906,7 +1916,10 @@ export class GroupCoordinator {
    * preferred assignor or the subscribed topics changed, a new target
    * assignment when one is due, and the member reconciled towards its
    * target given what it says it owns. `replaced` is a static member whose
-   * instance id the member takes over.
+   * instance id the member takes over. With `downgrading` (the group becomes
+   * a classic group right after), no new target is computed: when the group
+   * epoch is ahead of the assignment epoch the member stays as it is, else
+   * it is reconciled towards its current target.
    */
   private planMemberChange(
     group: ConsumerGroup,
@@ -1916,6 +1929,7 @@ export class GroupCoordinator {
     owned: Owned,
     records: CoordinatorRecord[],
     now: number,
+    downgrading = false,
   ): MemberPlan {
     const groupId = group.groupId;
     const memberId = updated.memberId;
@@ -1951,6 +1965,11 @@ export class GroupCoordinator {
         records.push(targetMemberRecord(groupId, memberId, moved));
       }
     }
+    const staleAssignment = downgrading && assignmentEpoch < groupEpoch;
+    if (staleAssignment) {
+      if (isNew) records.push(currentAssignmentRecord(groupId, updated));
+      return { isNew, subscriptionChanged, groupEpoch, hash, assignmentEpoch, assignmentTimestamp, target, reconciled: updated, staleAssignment };
+    }
     const interval = this.config.consumerAssignmentIntervalMs;
     if (assignmentEpoch < groupEpoch && (assignmentTimestamp === 0 || interval === 0 || now >= assignmentTimestamp + interval)) {
       const assignor = this.preferredAssignor(members.values());
@@ -1976,7 +1995,7 @@ export class GroupCoordinator {
       !sameAssigned(reconciled.assigned, old.assigned) ||
       !sameAssigned(reconciled.pendingRevocation, old.pendingRevocation);
     if (assignmentChanged) records.push(currentAssignmentRecord(groupId, reconciled));
-    return { isNew, subscriptionChanged, groupEpoch, hash, assignmentEpoch, assignmentTimestamp, target, reconciled };
+    return { isNew, subscriptionChanged, groupEpoch, hash, assignmentEpoch, assignmentTimestamp, target, reconciled, staleAssignment: false };
   }
 
   /** Applies a plan whose records were written. */
@@ -2107,48 +2126,89 @@ export class GroupCoordinator {
   }
 
   /**
+   * Whether a classic JoinGroup taking over the instance id of `holder`, a
+   * static member of the consumer protocol, leaves a group of classic
+   * members only that may become a classic group at once (Kafka's online
+   * downgrade on a replaced static member).
+   */
+  private downgradeOnReplacement(group: ConsumerGroup, holder: ConsumerMember): boolean {
+    if (holder.classic !== null || group.numClassicMembers !== group.members.size - 1) return false;
+    if (!this.downgradeAllowed) {
+      this.log.info({ group: group.groupId, policy: this.config.consumerMigrationPolicy }, 'consumer group of classic members only not downgraded: the migration policy does not allow it');
+      return false;
+    }
+    if (group.members.size > this.config.maxSize) {
+      this.log.info({ group: group.groupId }, 'consumer group of classic members only not downgraded: more members than group.max.size');
+      return false;
+    }
+    return true;
+  }
+
+  /**
    * Turns a consumer group whose members left are all classic into a
    * classic group (online downgrade, Kafka's ClassicGroup.fromConsumerGroup):
    * the consumer group's records get tombstones and the classic group is
    * written Stable at the group epoch, each member with its target
-   * assignment as a ConsumerProtocol assignment; then a rebalance starts.
-   * The error code of the write.
+   * assignment as a ConsumerProtocol assignment; then a rebalance starts
+   * unless `change.rebalance` is false.
+   *
+   * `change.joining` is a classic member taking over the instance id of
+   * `replacing` (a JoinGroup whose member records, in `change.before`, are
+   * written first in the same batch): it is in the classic group in place
+   * of the member it replaces, with that member's target, and the tombstones
+   * name it instead of the replaced member, whose own records `before`
+   * already removed. The error code of the write.
    */
-  private convertToClassicGroup(shard: Shard, group: ConsumerGroup, gone: ReadonlySet<string>, why: string): number {
+  private convertToClassicGroup(
+    shard: Shard,
+    group: ConsumerGroup,
+    gone: ReadonlySet<string>,
+    why: string,
+    change: { joining?: { member: ConsumerMember; replacing: ConsumerMember }; before?: readonly CoordinatorRecord[]; rebalance?: boolean } = {},
+  ): number {
     const groupId = group.groupId;
     const now = this.timer.now();
+    const joining = change.joining;
     const classic = new ClassicGroup(groupId, { state: 'Stable', now, generationId: group.groupEpoch, protocolType: 'consumer' });
+    const addMember = (m: ConsumerMember): void => {
+      const protocols = m.classic!.protocols.map((x) => ({ name: x.name, metadata: x.metadata }));
+      classic.add(new GroupMember(m.memberId, m.instanceId, m.clientId, m.clientHost, m.rebalanceTimeoutMs, m.classic!.sessionTimeoutMs, 'consumer', protocols), null);
+    };
     for (const m of group.members.values()) {
       if (gone.has(m.memberId) || m.classic === null) continue;
-      const protocols = m.classic.protocols.map((x) => ({ name: x.name, metadata: x.metadata }));
-      classic.add(new GroupMember(m.memberId, m.instanceId, m.clientId, m.clientHost, m.rebalanceTimeoutMs, m.classic.sessionTimeoutMs, 'consumer', protocols), null);
+      if (joining && m.instanceId === joining.member.instanceId) continue;
+      addMember(m);
     }
+    if (joining) addMember(joining.member);
     classic.protocolName = classic.selectProtocol();
     classic.subscribedTopics = classic.computeSubscribedTopics();
     const image = this.metadata.image();
     for (const member of classic.members.values()) {
+      const targetOf = joining && member.memberId === joining.member.memberId ? joining.replacing.memberId : member.memberId;
       const byName = new Map<string, number[]>();
-      for (const [topicId, ps] of group.target.get(member.memberId) ?? new Map<string, Set<number>>()) {
+      for (const [topicId, ps] of group.target.get(targetOf) ?? new Map<string, Set<number>>()) {
         const topic = image.topicsById.get(topicId);
         if (topic) byName.set(topic.name, [...ps]);
       }
       member.assignment = writeAssignment(protocolVersion(member.metadata(classic.protocolName)) ?? 0, byName);
     }
-    const records: CoordinatorRecord[] = [];
-    for (const id of group.members.keys()) records.push({ kind: 'consumer', type: 8, groupId, memberId: id, value: null });
-    for (const id of group.members.keys()) records.push({ kind: 'consumer', type: 7, groupId, memberId: id, value: null });
+    // The consumer group's member ids, the replaced member's standing for the one that took its place.
+    const ids = [...group.members.keys()].map((id) => (joining && id === joining.replacing.memberId ? joining.member.memberId : id));
+    const records: CoordinatorRecord[] = [...(change.before ?? [])];
+    for (const id of ids) records.push({ kind: 'consumer', type: 8, groupId, memberId: id, value: null });
+    for (const id of ids) records.push({ kind: 'consumer', type: 7, groupId, memberId: id, value: null });
     records.push({ kind: 'consumer', type: 6, groupId, value: null });
-    for (const id of group.members.keys()) records.push({ kind: 'consumer', type: 5, groupId, memberId: id, value: null });
+    for (const id of ids) records.push({ kind: 'consumer', type: 5, groupId, memberId: id, value: null });
     records.push({ kind: 'consumer', type: 4, groupId, value: null }, { kind: 'consumer', type: 3, groupId, value: null });
     records.push(groupMetadataRecord(groupId, this.groupValue(classic, classic.assignments())));
     const error = this.append(shard, records);
     if (error !== ErrorCode.NONE) return appendErrorToResponseError(error);
-    for (const id of group.members.keys()) this.cancelConsumerMemberTimers(groupId, id);
+    for (const id of new Set([...group.members.keys(), ...ids])) this.cancelConsumerMemberTimers(groupId, id);
     shard.consumerGroups.delete(groupId);
     shard.groups.set(groupId, classic);
     for (const member of classic.members.values()) this.rescheduleHeartbeat(shard, classic, member);
     this.log.info({ group: groupId, members: classic.numMembers, generation: classic.generationId, why }, 'converted the consumer group to a classic group');
-    this.prepareRebalance(shard, classic);
+    if (change.rebalance ?? true) this.prepareRebalance(shard, classic);
     return ErrorCode.NONE;
   }
 
@@ -2163,6 +2223,14 @@ export class GroupCoordinator {
    * target and answered at once with its member epoch as the generation and
    * no leader (it is told its partitions by SyncGroup). It then has its
    * rebalance timeout to sync, and its session timeout between heartbeats.
+   *
+   * When the member takes over the instance id of a static member of the
+   * consumer protocol and every other member is classic, the group becomes a
+   * classic group in the same write (if the migration policy allows
+   * downgrades and the group fits group.max.size): the member is in it with
+   * the replaced member's target, Stable at the group epoch, or rebalancing
+   * when its join raised the group epoch past the assignment; the answer is
+   * the same as above.
    */
   private classicJoinToConsumerGroup(shard: Shard, group: ConsumerGroup, p: JoinGroupParams, waiter: Waiter<JoinGroupResult>): void {
     const fail = (errorCode: number, memberId = p.memberId): void => void waiter.complete(joinError(errorCode, memberId));
@@ -2209,7 +2277,31 @@ export class GroupCoordinator {
       owned.set(topic.topicId, ps);
     }
     const records: CoordinatorRecord[] = [];
-    const plan = this.planMemberChange(group, old, updated, replaced, owned, records, this.timer.now());
+    // A static member of the consumer protocol replaced by this classic join, the others being classic already:
+    // the group becomes a classic group now, with this member in it.
+    const downgrade = staticHolder !== undefined && this.downgradeOnReplacement(group, staticHolder);
+    const plan = this.planMemberChange(group, old, updated, replaced, owned, records, this.timer.now(), downgrade);
+    if (downgrade) {
+      const joined = plan.reconciled;
+      const why = plan.staleAssignment ? 'static member replaced by a classic member, with a stale assignment' : 'static member replaced by a classic member';
+      const error = this.convertToClassicGroup(shard, group, new Set(), why, {
+        joining: { member: joined, replacing: staticHolder! },
+        before: records,
+        rebalance: plan.staleAssignment,
+      });
+      if (error !== ErrorCode.NONE) return fail(error);
+      waiter.complete({
+        errorCode: ErrorCode.NONE,
+        generationId: joined.memberEpoch,
+        protocolType: 'consumer',
+        protocolName: updated.classic.protocols[0]!.name,
+        leader: '',
+        skipAssignment: false,
+        memberId,
+        members: [],
+      });
+      return;
+    }
     if (records.length > 0) {
       const error = this.append(shard, records);
       if (error !== ErrorCode.NONE) return fail(appendErrorToResponseError(error));

@@ -481,3 +481,199 @@ describe('a mixed group across a coordinator restart', () => {
     expect(c2.heartbeat({ groupId: 'g', generationId: epoch, memberId: 'D', groupInstanceId: null })).toBe(ErrorCode.NONE);
   });
 });
+
+describe('online downgrade when a static member is replaced by a classic member', () => {
+  /**
+   * A consumer group of S, a static member (instance i1) of the consumer
+   * protocol, and D, a classic member, each with half of t, both at the
+   * group epoch; `others` more consumer-protocol members join first.
+   */
+  async function staticMixedGroup(h: Harness, others: readonly string[] = []): Promise<{ epoch: number; sOwned: number[]; dOwned: number[] }> {
+    const c = h.coordinator;
+    const beatS = (epoch: number, owned: number[]) => c.consumerGroupHeartbeat({ ...cgBeat('S', epoch, owned), instanceId: 'i1' });
+    expect(c.consumerGroupHeartbeat(cgJoin('S', { instanceId: 'i1' })).errorCode).toBe(0);
+    for (const o of others) c.consumerGroupHeartbeat(cgJoin(o));
+    const j = await classicJoin(c, 'D', []);
+    expect(j.errorCode).toBe(0);
+    // S gives up what the others get, and is then at the group epoch.
+    for (let round = 0; round < 4; round++) {
+      const g = c.consumerGroup('g')!;
+      const s = g.members.get('S')!;
+      const r = beatS(s.memberEpoch, [...(s.assigned.get(T)?.keys() ?? [])]);
+      expect(r.errorCode).toBe(0);
+      for (const o of others) {
+        const m = c.consumerGroup('g')!.members.get(o)!;
+        c.consumerGroupHeartbeat(cgBeat(o, m.memberEpoch, [...(m.assigned.get(T)?.keys() ?? [])]));
+      }
+    }
+    const r = await classicRebalance(c, 'D', []);
+    const g = c.consumerGroup('g')!;
+    expect(g.members.get('S')!.memberEpoch).toBe(g.groupEpoch);
+    expect(r.generation).toBe(g.groupEpoch);
+    expect(g.assignmentEpoch).toBe(g.groupEpoch);
+    checkSingleOwners(c);
+    return { epoch: g.groupEpoch, sOwned: [...g.members.get('S')!.assigned.get(T)!.keys()].sort(), dOwned: r.owned };
+  }
+
+  const restartedAsClassic = (c: GroupCoordinator, over: Parameters<typeof joinParams>[0] = {}) => c.joinGroup(joinParams({ groupInstanceId: 'i1', protocols: protocols(), clientId: 'S2', ...over }));
+
+  for (const policy of ['bidirectional', 'downgrade'] as const) {
+    it(`becomes a classic group at the join when the replaced member was its last of the consumer protocol (${policy})`, async () => {
+      const h = setup({ consumerMigrationPolicy: policy });
+      const c = h.coordinator;
+      const { epoch, sOwned, dOwned } = await staticMixedGroup(h);
+      expect([sOwned.length, dOwned.length]).toEqual([3, 3]);
+
+      const j = await restartedAsClassic(c);
+      expect(j).toMatchObject({ errorCode: 0, generationId: epoch, protocolType: 'consumer', protocolName: 'cooperative-sticky', leader: '', members: [] });
+      const s2 = j.memberId;
+      expect(s2).not.toBe('');
+      expect(s2).not.toBe('S');
+      expect(c.consumerGroup('g')).toBeUndefined();
+      const g = c.group('g')!;
+      expect([g.state, g.generationId, g.protocolType, g.protocolName]).toEqual(['Stable', epoch, 'consumer', 'cooperative-sticky']);
+      expect([...g.members.keys()].sort()).toEqual(['D', s2].sort());
+      expect(g.members.get(s2)).toMatchObject({ groupInstanceId: 'i1', clientId: 'S2', sessionTimeoutMs: 10_000 });
+      // Each keeps its target: the newcomer S's.
+      expect(partitionsOf(g.members.get(s2)!.assignment)).toEqual(sOwned);
+      expect(partitionsOf(g.members.get('D')!.assignment)).toEqual(dOwned);
+      // The replacement's records, then Kafka's downgrade records naming the new member instead of S, in one batch.
+      expect(lastBatch(h).map(shape)).toEqual([
+        '8-tombstone', '7-tombstone', '5-tombstone', '5', '7', '8',
+        '8-tombstone', '8-tombstone', '7-tombstone', '7-tombstone', '6-tombstone', '5-tombstone', '5-tombstone', '4-tombstone', '3-tombstone', 'group',
+      ]);
+      const tombstoned = lastBatch(h).filter((r) => r.kind === 'consumer' && r.value === null && 'memberId' in r).map((r) => (r as { memberId: string }).memberId);
+      expect(new Set(tombstoned.slice(3))).toEqual(new Set(['D', s2]));
+
+      // The newcomer syncs in the classic group and gets S's partitions; D goes on undisturbed.
+      const s = await c.syncGroup({ groupId: 'g', generationId: j.generationId, memberId: s2, groupInstanceId: 'i1', protocolType: 'consumer', protocolName: 'cooperative-sticky', assignments: [] });
+      expect(s.errorCode).toBe(0);
+      expect(partitionsOf(s.assignment)).toEqual(sOwned);
+      expect(c.heartbeat({ groupId: 'g', generationId: epoch, memberId: 'D', groupInstanceId: null })).toBe(ErrorCode.NONE);
+      expect(c.heartbeat({ groupId: 'g', generationId: epoch, memberId: s2, groupInstanceId: 'i1' })).toBe(ErrorCode.NONE);
+      // The old member id is fenced, as in any classic group.
+      expect(c.heartbeat({ groupId: 'g', generationId: epoch, memberId: 'S', groupInstanceId: 'i1' })).toBe(ErrorCode.FENCED_INSTANCE_ID);
+      // Sessions are the classic group's now.
+      h.timer.advance(10_001);
+      expect(c.group('g')!.members.size).toBe(0);
+    });
+  }
+
+  it('starts a rebalance of the new classic group when the join leaves the assignment stale', async () => {
+    const h = setup();
+    const c = h.coordinator;
+    const { epoch } = await staticMixedGroup(h);
+    // The newcomer subscribes to more than S did: the group epoch would rise past the assignment.
+    const more = [{ name: 'cooperative-sticky', metadata: Buffer.concat([Buffer.from([0, 1]), encode(ConsumerProtocolSubscription, 1, { topics: ['t', 'u'], userData: null, ownedPartitions: [], generationId: -1, rackId: null })]) }];
+    const j = await restartedAsClassic(c, { protocols: more });
+    expect([j.errorCode, j.generationId, j.leader]).toEqual([0, 0, '']);
+    expect(c.consumerGroup('g')).toBeUndefined();
+    const g = c.group('g')!;
+    expect([g.state, g.generationId]).toEqual(['PreparingRebalance', epoch]);
+    expect(lastBatch(h).map(shape).slice(0, 7)).toEqual(['8-tombstone', '7-tombstone', '5-tombstone', '5', '3', '7', '8']);
+    // Its sync is refused; both members rejoin and the classic group goes on at the next generation.
+    const s = await c.syncGroup({ groupId: 'g', generationId: j.generationId, memberId: j.memberId, groupInstanceId: 'i1', protocolType: 'consumer', protocolName: 'cooperative-sticky', assignments: [] });
+    expect(s.errorCode).toBe(ErrorCode.ILLEGAL_GENERATION);
+    expect(c.heartbeat({ groupId: 'g', generationId: epoch, memberId: 'D', groupInstanceId: null })).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
+    const rejoinS = c.joinGroup(joinParams({ memberId: j.memberId, groupInstanceId: 'i1', protocols: more }));
+    const rejoinD = classicJoin(c, 'D', []);
+    const [rs, rd] = await Promise.all([rejoinS, rejoinD]);
+    expect([rs.errorCode, rd.errorCode, rs.generationId, rd.generationId]).toEqual([0, 0, epoch + 1, epoch + 1]);
+    expect(c.groupState('g')).toBe('CompletingRebalance');
+  });
+
+  for (const policy of ['upgrade', 'disabled'] as const) {
+    it(`stays a consumer group when the policy does not allow downgrades (${policy})`, async () => {
+      const h = setup({ consumerMigrationPolicy: 'upgrade' });
+      await staticMixedGroup(h);
+      let c = h.coordinator;
+      if (policy === 'disabled') {
+        // The mixed group was made under upgrade; the broker restarts with migration disabled.
+        h.coordinator.shutdown();
+        c = harness({ consumerAssignmentIntervalMs: 0, consumerMigrationPolicy: 'disabled' }, { store: h.store, metadata: h.metadata, now: h.timer.now() }).coordinator;
+      }
+      const j = await restartedAsClassic(c);
+      if (policy === 'disabled') {
+        expect(j.errorCode).toBe(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
+        expect([...c.consumerGroup('g')!.members.keys()].sort()).toEqual(['D', 'S']);
+        return;
+      }
+      expect(j.errorCode).toBe(0);
+      expect(c.group('g')).toBeUndefined();
+      const g = c.consumerGroup('g')!;
+      expect([...g.members.keys()].sort()).toEqual(['D', j.memberId].sort());
+      expect(g.members.get(j.memberId)!.classic).not.toBeNull();
+    });
+  }
+
+  it('stays a consumer group while another member of the consumer protocol remains', async () => {
+    const h = setup();
+    const c = h.coordinator;
+    await staticMixedGroup(h, ['C']);
+    const j = await restartedAsClassic(c);
+    expect(j.errorCode).toBe(0);
+    expect(c.group('g')).toBeUndefined();
+    const g = c.consumerGroup('g')!;
+    expect([...g.members.keys()].sort()).toEqual(['C', 'D', j.memberId].sort());
+    // C leaving now leaves classic members only: that downgrades, as before.
+    c.consumerGroupHeartbeat(cgBeat('C', -1));
+    expect(c.consumerGroup('g')).toBeUndefined();
+    expect([...c.group('g')!.members.keys()].sort()).toEqual(['D', j.memberId].sort());
+  });
+
+  it('does not downgrade when the replaced static member was itself classic', async () => {
+    const h = setup();
+    const c = h.coordinator;
+    c.consumerGroupHeartbeat(cgJoin('C'));
+    const first = await restartedAsClassic(c);
+    expect(first.errorCode).toBe(0);
+    c.consumerGroupHeartbeat(cgBeat('C', -1));
+    // Downgraded by C's leave; a consumer group again once a consumer-protocol member joins.
+    expect(c.group('g')).toBeDefined();
+    expect(c.consumerGroupHeartbeat(cgJoin('E')).errorCode).toBe(0);
+    const again = await restartedAsClassic(c);
+    expect(again.errorCode).toBe(0);
+    expect(c.consumerGroup('g')).toBeDefined();
+  });
+
+  it('comes back after a restart as the classic group the join made', async () => {
+    const h = setup();
+    const c = h.coordinator;
+    const { epoch, sOwned } = await staticMixedGroup(h);
+    const j = await restartedAsClassic(c);
+    const s2 = j.memberId;
+    const again = h.restart();
+    const c2 = again.coordinator;
+    expect(c2.consumerGroup('g')).toBeUndefined();
+    const g = c2.group('g')!;
+    expect([g.state, g.generationId, g.protocolName, [...g.members.keys()].sort()]).toEqual(['Stable', epoch, 'cooperative-sticky', ['D', s2].sort()]);
+    expect(g.members.get(s2)!.groupInstanceId).toBe('i1');
+    expect(partitionsOf(g.members.get(s2)!.assignment)).toEqual(sOwned);
+    const s = await c2.syncGroup({ groupId: 'g', generationId: epoch, memberId: s2, groupInstanceId: 'i1', protocolType: 'consumer', protocolName: 'cooperative-sticky', assignments: [] });
+    expect(partitionsOf(s.assignment)).toEqual(sOwned);
+    expect(c2.heartbeat({ groupId: 'g', generationId: epoch, memberId: 'D', groupInstanceId: null })).toBe(ErrorCode.NONE);
+  });
+});
+
+describe('a consumer-protocol member taking over a classic static member', () => {
+  it('replaces the classic holder of its instance id at once, as a restarted static member upgrading its client does', async () => {
+    const h = setup();
+    const c = h.coordinator;
+    c.consumerGroupHeartbeat(cgJoin('C'));
+    const s1 = await c.joinGroup(joinParams({ groupInstanceId: 'i1', protocols: protocols() }));
+    expect(s1.errorCode).toBe(0);
+    const old = s1.memberId;
+    // The instance restarts with the consumer protocol: no UNRELEASED_INSTANCE_ID, the classic member is replaced.
+    const r = c.consumerGroupHeartbeat(cgJoin('S', { instanceId: 'i1' }));
+    expect(r.errorCode).toBe(0);
+    const g = c.consumerGroup('g')!;
+    expect([...g.members.keys()].sort()).toEqual(['C', 'S']);
+    expect(g.members.get('S')!.classic).toBeNull();
+    expect(c.heartbeat({ groupId: 'g', generationId: s1.generationId, memberId: old, groupInstanceId: 'i1' })).toBe(ErrorCode.FENCED_INSTANCE_ID);
+    // The replaced member's session timer is gone with it.
+    h.timer.advance(10_001);
+    expect([...c.consumerGroup('g')!.members.keys()].sort()).toEqual(['C', 'S']);
+    // A consumer-protocol holder still keeps its instance id from another consumer-protocol member.
+    expect(c.consumerGroupHeartbeat(cgJoin('S2', { instanceId: 'i1' })).errorCode).toBe(ErrorCode.UNRELEASED_INSTANCE_ID);
+  });
+});
