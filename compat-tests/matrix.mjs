@@ -2,7 +2,9 @@
 // Runs every compat client's scenarios against gregor and/or the reference Kafka broker,
 // each as one broker or as a cluster of three.
 // Usage: node compat-tests/matrix.mjs [--broker KIND[,KIND...]|both|all] [--clients a,b]
-//                                     [--scenarios a,b] [--verbose]
+//                                     [--scenarios a,b] [--reference-clients a,b] [--verbose]
+// --reference-clients: on the Apache Kafka kinds (kafka, kafka-cluster), run only these clients
+// (the ones whose scenarios check Kafka's exact answers), to keep a run short.
 // KIND: gregor, gregor-cluster, kafka, kafka-cluster; both = gregor,kafka; all = all four.
 import { spawn } from 'node:child_process';
 import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -94,14 +96,14 @@ const NA = 'n/a';
 function usage(message) {
   if (message) console.error(`matrix: ${message}`);
   console.error(
-    'usage: node compat-tests/matrix.mjs [--broker KIND[,KIND...]|both|all] [--clients a,b] [--scenarios a,b] [--verbose]\n' +
+    'usage: node compat-tests/matrix.mjs [--broker KIND[,KIND...]|both|all] [--clients a,b] [--scenarios a,b] [--reference-clients a,b] [--verbose]\n' +
       `  KIND: ${BROKER_NAMES.join(', ')}; both = gregor,kafka; all = all four`,
   );
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const opts = { broker: 'gregor', clients: null, scenarios: null, verbose: false };
+  const opts = { broker: 'gregor', clients: null, scenarios: null, referenceClients: null, verbose: false };
   for (let i = 0; i < argv.length; i++) {
     let arg = argv[i];
     let value;
@@ -125,6 +127,9 @@ function parseArgs(argv) {
         break;
       case '--scenarios':
         opts.scenarios = list(next());
+        break;
+      case '--reference-clients':
+        opts.referenceClients = list(next());
         break;
       case '--verbose':
       case '-v':
@@ -553,6 +558,8 @@ async function main() {
   console.log(
     `compat matrix: brokers ${opts.brokers.join(', ')}; clients ${clients.join(', ') || '(none)'}; scenarios ${scenarios.join(', ')}${CI ? '; CI=true' : ''}`,
   );
+  if (opts.referenceClients) console.log(`on Apache Kafka only: ${clients.filter((c) => opts.referenceClients.includes(c)).join(', ') || '(none)'}`);
+  const allClients = clients;
 
   const readiness = new Map();
   for (const c of clients) {
@@ -577,7 +584,12 @@ async function main() {
     else counts.skipped++;
   };
 
+  if (opts.referenceClients) {
+    const unknown = opts.referenceClients.filter((c) => !all.includes(c));
+    if (unknown.length) usage(`unknown client(s) in --reference-clients: ${unknown.join(', ')}`);
+  }
   for (const brokerName of opts.brokers) {
+    const clients = opts.referenceClients && brokerName.startsWith('kafka') ? allClients.filter((c) => opts.referenceClients.includes(c)) : allClients;
     const cells = Object.fromEntries(clients.map((c) => [c, {}]));
     results.set(brokerName, cells);
     notes.set(brokerName, []);
