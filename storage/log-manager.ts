@@ -71,7 +71,7 @@ import { readCleanerOffsetCheckpoint, type TopicPartitionOffset, writeCleanerOff
 import { LogCleaner, type CleanStep } from './cleaner.js';
 import { type Fs, nodeFs } from './fs.js';
 import type { LogConfig } from './log-config.js';
-import { CLEAN_SHUTDOWN_FILE, type OpenOptions, PartitionLog, StorageError } from './log.js';
+import { appendInfoFor, CLEAN_SHUTDOWN_FILE, type OpenOptions, PartitionLog, StorageError } from './log.js';
 
 /** The little of a logger the manager needs; a pino logger fits. */
 export interface LogManagerLogger {
@@ -405,7 +405,7 @@ export class LogManager {
         // the directory failed: nothing more to save
       }
     }
-    this.leftoverDeletes = this.leftoverDeletes.filter((p) => !p.startsWith(state.path));
+    this.leftoverDeletes = this.leftoverDeletes.filter((p) => !p.startsWith(join(state.path, '/')));
     if (this.dirs.length > 1) {
       this.logger.warn({ logDir: state.path, err }, 'log directory is offline: its partitions are not served until it is repaired and the broker restarted');
     }
@@ -748,22 +748,8 @@ export class LogManager {
       // The log start may fall inside a batch: the future log starts at that batch, and at the log start once swapped.
       if (first.baseOffset < dst.logEndOffset) dst.truncateFullyAndStartAt(first.baseOffset);
       const last = fresh[fresh.length - 1]!;
-      let maxTimestamp = -1n;
-      let offsetOfMaxTimestamp = first.baseOffset;
-      for (const b of fresh) {
-        if (b.maxTimestamp > maxTimestamp) {
-          maxTimestamp = b.maxTimestamp;
-          offsetOfMaxTimestamp = b.lastOffset;
-        }
-      }
       const chunk = bytes.subarray(first.position, last.position + last.size);
-      dst.appendValidated(chunk, {
-        firstOffset: first.baseOffset,
-        lastOffset: last.lastOffset,
-        maxTimestamp,
-        offsetOfMaxTimestamp,
-        appended: fresh.map((b) => ({ ...b, position: b.position - first.position })),
-      });
+      dst.appendValidated(chunk, appendInfoFor(fresh));
       copied += chunk.length;
     }
     return copied;

@@ -164,6 +164,35 @@ export interface AppendInfo {
   appended: readonly AppendedBatch[];
 }
 
+/**
+ * The AppendInfo of batches that already carry their offsets (copied from a
+ * leader, or from another log of the partition), given in order with their
+ * positions in the buffer: positions become relative to the first batch,
+ * which is where appendValidated's buffer starts.
+ *
+ * Example: batches 10..12 (max timestamp 5 at position 40) and 13..14
+ * (max timestamp 9 at position 130) -> { firstOffset: 10n, lastOffset: 14n,
+ * maxTimestamp: 9n, offsetOfMaxTimestamp: 14n, appended: [positions 0 and 90] }.
+ */
+export function appendInfoFor(batches: readonly AppendedBatch[]): AppendInfo {
+  const first = batches[0]!;
+  let maxTimestamp = -1n;
+  let offsetOfMaxTimestamp = first.baseOffset;
+  for (const b of batches) {
+    if (b.maxTimestamp > maxTimestamp) {
+      maxTimestamp = b.maxTimestamp;
+      offsetOfMaxTimestamp = b.lastOffset;
+    }
+  }
+  return {
+    firstOffset: first.baseOffset,
+    lastOffset: batches[batches.length - 1]!.lastOffset,
+    maxTimestamp,
+    offsetOfMaxTimestamp,
+    appended: batches.map((b) => ({ baseOffset: b.baseOffset, lastOffset: b.lastOffset, maxTimestamp: b.maxTimestamp, position: b.position - first.position, size: b.size })),
+  };
+}
+
 /** The log could not write or sync: the partition answers KAFKA_STORAGE_ERROR until the log is reopened. */
 export class StorageError extends Error {
   readonly errorCode = ErrorCode.KAFKA_STORAGE_ERROR;

@@ -79,7 +79,11 @@ export function replicaOffsetsStore(replicas: ReplicaManager, topic: string = GR
       const end = log.logEndOffset;
       let offset = log.logStartOffset;
       while (offset < end) {
-        const chunk = log.readBuffer(offset, LOAD_CHUNK_BYTES, { maxOffset: end });
+        // Looked up again each time: the loader may yield between chunks, and a config change or a
+        // move to another log directory replaces the partition's log object (same offsets).
+        const current = replicas.logFor(topic, partition);
+        if (!current) return;
+        const chunk = current.readBuffer(offset, LOAD_CHUNK_BYTES, { maxOffset: end });
         if (!chunk || chunk.length === 0) return;
         const next = nextOffsetAfter(chunk);
         if (next === null || next <= offset) return;

@@ -2290,16 +2290,7 @@ export class GroupCoordinator {
         rebalance: plan.staleAssignment,
       });
       if (error !== ErrorCode.NONE) return fail(error);
-      waiter.complete({
-        errorCode: ErrorCode.NONE,
-        generationId: joined.memberEpoch,
-        protocolType: 'consumer',
-        protocolName: updated.classic.protocols[0]!.name,
-        leader: '',
-        skipAssignment: false,
-        memberId,
-        members: [],
-      });
+      waiter.complete(classicJoinAnswer(joined.memberEpoch, updated.classic.protocols[0]!.name, memberId));
       return;
     }
     if (records.length > 0) {
@@ -2314,16 +2305,7 @@ export class GroupCoordinator {
     this.scheduleConsumerSession(shard, group, memberId);
     this.timer.schedule(classicSyncKey(groupId, memberId), p.rebalanceTimeoutMs, () => this.fenceLater(shard, groupId, memberId, 'did not sync within its rebalance timeout'));
     if (plan.isNew) this.log.info({ group: groupId, member: memberId, epoch: reconciled.memberEpoch }, 'classic member joined the consumer group');
-    waiter.complete({
-      errorCode: ErrorCode.NONE,
-      generationId: reconciled.memberEpoch,
-      protocolType: 'consumer',
-      protocolName: updated.classic.protocols[0]!.name,
-      leader: '',
-      skipAssignment: false,
-      memberId,
-      members: [],
-    });
+    waiter.complete(classicJoinAnswer(reconciled.memberEpoch, updated.classic.protocols[0]!.name, memberId));
   }
 
   /** A timer's fencing of a member of a consumer group, if it is still there. */
@@ -2990,6 +2972,15 @@ export class GroupCoordinator {
 }
 
 /** A group as its GroupMetadataValue describes it: Stable with its members, or Empty. */
+/**
+ * The JoinGroup answer of a classic member of a consumer group: its member
+ * epoch as the generation, no leader and no member list (the broker assigns;
+ * SyncGroup brings the assignment).
+ */
+function classicJoinAnswer(memberEpoch: number, protocolName: string, memberId: string): JoinGroupResult {
+  return { errorCode: ErrorCode.NONE, generationId: memberEpoch, protocolType: 'consumer', protocolName, leader: '', skipAssignment: false, memberId, members: [] };
+}
+
 function groupFromValue(groupId: string, v: GroupMetadataValueData): ClassicGroup {
   const group = new ClassicGroup(groupId, {
     state: v.members.length === 0 ? 'Empty' : 'Stable',

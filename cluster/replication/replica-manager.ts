@@ -13,7 +13,7 @@
 import { ErrorCode } from '../../wire/errors.js';
 import { diskSpace } from '../../storage/disk-space.js';
 import type { LogManager } from '../../storage/log-manager.js';
-import { type ActiveProducer, CorruptRecordError, type FileRange, type PartitionLog, StorageError } from '../../storage/log.js';
+import { type ActiveProducer, appendInfoFor, CorruptRecordError, type FileRange, type PartitionLog, StorageError } from '../../storage/log.js';
 import { ConcurrentChangeError, UnknownTopicError, type MetadataImage, type MetadataStore, type PartitionState } from '../metadata/metadata-image.js';
 import { Partition, type FetchWaiter, type ReplicationWaiter, type VerificationGuard } from './partition.js';
 
@@ -918,22 +918,7 @@ export class ReplicaManager {
       }
       if (first) {
         const last = fresh[fresh.length - 1]!;
-        const bytes = records.subarray(first.position, last.position + last.size);
-        let maxTimestamp = -1n;
-        let offsetOfMaxTimestamp = first.baseOffset;
-        for (const b of fresh) {
-          if (b.maxTimestamp > maxTimestamp) {
-            maxTimestamp = b.maxTimestamp;
-            offsetOfMaxTimestamp = b.lastOffset;
-          }
-        }
-        log.appendValidated(bytes, {
-          firstOffset: first.baseOffset,
-          lastOffset: last.lastOffset,
-          maxTimestamp,
-          offsetOfMaxTimestamp,
-          appended: fresh.map((b) => ({ baseOffset: b.baseOffset, lastOffset: b.lastOffset, maxTimestamp: b.maxTimestamp, position: b.position - first.position, size: b.size })),
-        });
+        log.appendValidated(records.subarray(first.position, last.position + last.size), appendInfoFor(fresh));
       }
       const hw = leaderHighWatermark < log.logEndOffset ? leaderHighWatermark : log.logEndOffset;
       if (hw > log.highWatermark) log.updateHighWatermark(hw);
