@@ -53,7 +53,11 @@ const KAFKA_CLUSTER_SETTINGS = {
   'share.coordinator.state.topic.replication.factor': '3',
   'share.coordinator.state.topic.min.isr': '2',
 };
+// As the reference Kafka runs (lib/reference-kafka.mjs): a new group's first rebalance does not
+// wait 3 s for more members.
+const GREGOR_OVERRIDES = { 'group.initial.rebalance.delay.ms': '0' };
 const GREGOR_CLUSTER_OVERRIDES = {
+  ...GREGOR_OVERRIDES,
   'auto.leader.rebalance.enable': 'false',
   'default.replication.factor': '3',
   'offsets.topic.replication.factor': '3',
@@ -301,7 +305,7 @@ async function startBroker(name, { onBrokerLine } = {}) {
       // A fixed PLAINTEXT port (not 0), so that a killed broker comes back at the same address.
       const broker = await withStartGuard('gregor', startRestartableGregor({
         avoid: [proxied.listenerPort, proxied.proxyPort],
-        args: (port) => gregorProxiedArgs(proxied, port),
+        args: (port) => [...gregorProxiedArgs(proxied, port), ...Object.entries(GREGOR_OVERRIDES).flatMap(([k, v]) => ['--override', `${k}=${v}`])],
         logDirs: LOG_DIRS,
       }));
       return { broker, env: proxiedEnv(proxied), ops: singleBrokerOps(broker) };
