@@ -202,6 +202,13 @@ export class Broker {
       } catch (err) {
         throw new StartError(`cannot use data directory ${dataDir}: ${(err as Error).message}`);
       }
+      // The first directory keeps the broker's own files: without it the broker does not start, as
+      // Kafka stops when its metadata log directory fails.
+      const first = logs.logDirs()[0]!;
+      if (first.failure !== null) {
+        await logs.close();
+        throw new StartError(`cannot use data directory ${dataDir}: ${first.failure.message}; it is the first of log.dirs and keeps the broker's own files`);
+      }
     } catch (err) {
       for (const b of bound) b.abandon();
       await store?.close();

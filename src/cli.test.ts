@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -250,6 +250,24 @@ describe('gregor start refuses to start', () => {
     const { g: again, ready } = await startOn(dataDir, '--broker-id', '1');
     expect(ready.nodeId).toBe(1);
     await stop(again);
+  });
+});
+
+describe('gregor start with several log directories', () => {
+  /** A log that cannot be opened: its segment file is a directory. */
+  const brokenLogIn = (dir: string) => mkdirSync(join(dir, 'orders-0', '00000000000000000000.log'), { recursive: true });
+
+  it('starts without a directory other than the first that it cannot use, and refuses when it is the first', async () => {
+    const [d1, d2] = [tempDir(), tempDir()];
+    brokenLogIn(d2);
+    const { g, ready } = await startOn(`${d1},${d2}`);
+    expect(ready.dataDir).toBe(d1);
+    await stop(g);
+
+    const [e1, e2] = [tempDir(), tempDir()];
+    brokenLogIn(e1);
+    const refused = gregor(['start', '--listen', '127.0.0.1:0', '--data-dir', `${e1},${e2}`]);
+    await expectRefusal(refused, e1, 'first of log.dirs');
   });
 });
 

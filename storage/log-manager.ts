@@ -175,6 +175,8 @@ const FUTURE_SUFFIX = '-future';
 const FUTURE_DIR = /^(.+)-(0|[1-9]\d{0,9})\.([0-9a-f]{32})-future$/;
 /** Bytes the background move copies per turn of the event loop, over all moves. */
 const MOVE_BYTES_PER_TICK = 4 << 20;
+/** How long the background move waits after a turn that could copy nothing. */
+const MOVE_RETRY_MS = 100;
 /** Batch header fields read when copying a log (RecordBatch v2 layout). */
 const BATCH_BASE_OFFSET = 0;
 const BATCH_LENGTH_AT = 8;
@@ -268,6 +270,8 @@ export class LogManager {
   /** Directories named for partitions that had no log yet (AlterReplicaLogDirs before creation), by key. */
   private readonly preferredDirs = new Map<string, number>();
   private moverTimer: NodeJS.Timeout | null = null;
+  /** Bytes copied to future logs so far. */
+  private movedBytes = 0;
   private readonly onDirFailure: ((path: string) => void) | undefined;
   private started = false;
   private closed = false;
@@ -678,12 +682,14 @@ export class LogManager {
     this.logger.info({ topic: entry.topic, partition: entry.partition, why }, 'stopped moving a log to another directory');
   }
 
-  private scheduleMover(): void {
+  private scheduleMover(delayMs = 0): void {
     if (this.closed || !this.started || this.moverTimer !== null) return;
     const t = setTimeout(() => {
       this.moverTimer = null;
-      if (this.moveStep()) this.scheduleMover();
-    }, 0);
+      const before = this.movedBytes;
+      // A turn that copied nothing (a copy waiting on its source) tries again a little later rather than spinning.
+      if (this.moveStep()) this.scheduleMover(this.movedBytes === before ? MOVE_RETRY_MS : 0);
+    }, delayMs);
     t.unref();
     this.moverTimer = t;
   }
@@ -702,7 +708,9 @@ export class LogManager {
         break;
       }
       try {
-        budget -= this.copyToFuture(entry, budget);
+        const copied = this.copyToFuture(entry, budget);
+        budget -= copied;
+        this.movedBytes += copied;
         if (entry.move.log.logEndOffset === entry.log.logEndOffset) this.swapFuture(entry);
         else remaining = true;
       } catch (err) {
