@@ -19,6 +19,8 @@ import { alterConfigs } from './alter-configs.js';
 import { incrementalAlterConfigs } from './incremental-alter-configs.js';
 import { describeLogDirs } from './describe-log-dirs.js';
 import { alterReplicaLogDirs } from './alter-replica-log-dirs.js';
+import { getTelemetrySubscriptions } from './get-telemetry-subscriptions.js';
+import { pushTelemetry } from './push-telemetry.js';
 import { metadata } from './metadata.js';
 import { produce } from './produce.js';
 import { offsetCommit } from './offset-commit.js';
@@ -71,6 +73,8 @@ export const HANDLERS: readonly ApiHandler[] = [
   deleteRecords,
   describeLogDirs,
   alterReplicaLogDirs,
+  getTelemetrySubscriptions,
+  pushTelemetry,
   createPartitions,
   describeCluster,
   describeConfigs,
