@@ -27,6 +27,8 @@ const GROUP_COMMAND = 'org.apache.kafka.tools.consumer.group.ConsumerGroupComman
 const CONSOLE_PRODUCER = 'org.apache.kafka.tools.ConsoleProducer';
 const CONSOLE_CONSUMER = 'org.apache.kafka.tools.consumer.ConsoleConsumer';
 const GET_OFFSETS = 'org.apache.kafka.tools.GetOffsetShell';
+const LOG_DIRS = 'org.apache.kafka.tools.LogDirsCommand';
+const REASSIGN = 'org.apache.kafka.tools.reassign.ReassignPartitionsCommand';
 
 const PARTITIONS = 3;
 // Records produced before the consumer starts, while it holds the group (it then exits
@@ -526,6 +528,8 @@ async function makeArchives() {
         '--reader-property', 'parse.key=true', '--reader-property', 'key.separator=:']],
       [CONSOLE_CONSUMER, ['--bootstrap-server', nowhere, '--topic', 'none', '--group', 'none', '--timeout-ms', '2000',
         '--command-property', 'group.protocol=consumer', '--command-property', 'default.api.timeout.ms=2000']],
+      [LOG_DIRS, ['--bootstrap-server', nowhere, '--command-config', adminConfig, '--describe']],
+      [REASSIGN, ['--bootstrap-server', nowhere, '--command-config', adminConfig, '--verify', '--reassignment-json-file', path.join(dir, 'none.json')]],
     ];
     for (const [cls, args] of runs) {
       const t0 = Date.now();
@@ -538,13 +542,86 @@ async function makeArchives() {
   }
 }
 
+/** kafka-log-dirs --describe of `topic`: per broker, per directory, its error and the topic's partitions in it. */
+async function describeLogDirs(admin, topic) {
+  const { stdout } = await tool('kafka-log-dirs --describe', LOG_DIRS, [...admin, '--describe', '--topic-list', topic]);
+  const json = stdout.split('\n').find((l) => l.trim().startsWith('{'));
+  expect(json !== undefined, `kafka-log-dirs printed no JSON:\n${indent(stdout)}`);
+  const parsed = JSON.parse(json);
+  return parsed.brokers.map((b) => ({
+    broker: b.broker,
+    dirs: b.logDirs.map((d) => ({ dir: d.logDir, error: d.error, partitions: d.partitions.map((p) => ({ ...p })) })),
+  }));
+}
+
+// log-dirs: kafka-log-dirs shows where a partition's replica lives, kafka-reassign-partitions with
+// "log_dirs" moves it to the broker's other log directory (AlterReplicaLogDirs) and --verify sees
+// the move complete, kafka-log-dirs then shows it there, and its records are all still there.
+async function scenarioLogDirs(bootstrap) {
+  const stamp = `${Date.now()}-${process.pid}`;
+  const topic = `compat-tools-dirs-${stamp}`;
+  const dir = mkdtempSync(path.join(tmpdir(), 'compat-tools-'));
+  const RECORDS = 20;
+  try {
+    const adminConfig = path.join(dir, 'admin.properties');
+    writeFileSync(adminConfig, `request.timeout.ms=${ADMIN_TIMEOUT_MS - 5_000}\ndefault.api.timeout.ms=${ADMIN_TIMEOUT_MS}\n`);
+    const admin = ['--bootstrap-server', bootstrap, '--command-config', adminConfig];
+    const created = await tool('kafka-topics --create', TOPIC_COMMAND, [...admin, '--create', '--topic', topic, '--partitions', '1', '--replication-factor', '1']);
+    expect(created.stdout.includes(`Created topic ${topic}.`), `kafka-topics --create printed "${created.stdout.trim()}"`);
+    await waitForTopic(bootstrap, topic, 1);
+    let input = '';
+    for (let i = 0; i < RECORDS; i++) input += `key-${i}:tools-message-${i}\n`;
+    await tool(`kafka-console-producer 0..${RECORDS - 1}`, CONSOLE_PRODUCER, [
+      '--bootstrap-server', bootstrap, '--topic', topic, '--command-property', 'acks=1',
+      '--reader-property', 'parse.key=true', '--reader-property', 'key.separator=:',
+    ], { input });
+
+    const before = await describeLogDirs(admin, topic);
+    const holder = before.find((b) => b.dirs.some((d) => d.partitions.some((p) => p.partition === `${topic}-0`)));
+    expect(holder !== undefined, `kafka-log-dirs shows no broker with ${topic}-0: ${JSON.stringify(before)}`);
+    expect(holder.dirs.length >= 2 && holder.dirs.every((d) => d.error === null), `broker ${holder.broker} needs two online log directories: ${JSON.stringify(holder.dirs)}`);
+    const from = holder.dirs.find((d) => d.partitions.some((p) => p.partition === `${topic}-0`));
+    const to = holder.dirs.find((d) => d !== from);
+    log(`${topic}-0 on broker ${holder.broker} in ${from.dir}; moving it to ${to.dir}`);
+
+    const plan = path.join(dir, 'move.json');
+    writeFileSync(plan, JSON.stringify({ version: 1, partitions: [{ topic, partition: 0, replicas: [holder.broker], log_dirs: [to.dir] }] }));
+    const executed = await tool('kafka-reassign-partitions --execute', REASSIGN, [...admin, '--execute', '--reassignment-json-file', plan]);
+    print(executed.stdout);
+    expect(executed.stdout.includes(`Successfully started moving log directory to ${to.dir} for replica ${topic}-0 with broker ${holder.broker}`),
+      'kafka-reassign-partitions --execute did not start the move');
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const verified = await tool('kafka-reassign-partitions --verify', REASSIGN, [...admin, '--verify', '--reassignment-json-file', plan]);
+      if (verified.stdout.includes(`Reassignment of replica ${topic}-0-${holder.broker} completed successfully`)) {
+        print(verified.stdout);
+        break;
+      }
+      expect(Date.now() < deadline, `the move did not complete within 20 s:\n${indent(verified.stdout)}`);
+      await sleep(500);
+    }
+
+    const after = await describeLogDirs(admin, topic);
+    const now = after.find((b) => b.broker === holder.broker).dirs;
+    const moved = now.find((d) => d.dir === to.dir)?.partitions.find((p) => p.partition === `${topic}-0`);
+    expect(moved !== undefined && moved.isFuture === false && moved.size > 0, `kafka-log-dirs shows ${topic}-0 in ${to.dir}: ${JSON.stringify(now)}`);
+    expect(!now.find((d) => d.dir === from.dir).partitions.some((p) => p.partition === `${topic}-0`), `${topic}-0 is still listed in ${from.dir}`);
+    log(`${topic}-0 in ${to.dir}, ${moved.size} bytes`);
+
+    const { stdout } = await tool('kafka-get-offsets', GET_OFFSETS, ['--bootstrap-server', bootstrap, '--topic', topic]);
+    expect(stdout.split('\n').some((l) => l.trim() === `${topic}:0:${RECORDS}`), `kafka-get-offsets after the move:\n${indent(stdout)}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 if (process.argv[2] === '--archive') {
   await makeArchives();
 } else {
   runScenarios({
     label: 'kafka-tools',
     banner: `kafka-tools ${VERSION}`,
-    scenarios: { 'group-consumer': scenarioGroupConsumer },
+    scenarios: { 'group-consumer': scenarioGroupConsumer, 'log-dirs': scenarioLogDirs },
     timeoutMs: SCENARIO_TIMEOUT_MS,
   });
 }
