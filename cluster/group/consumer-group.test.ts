@@ -7,8 +7,8 @@ import { buildImage, type MetadataImage } from '../metadata/metadata-image.js';
 import { GROUP_METADATA_TOPIC, partitionFor } from '../coordinator/partition-for.js';
 import { deserializeRecord, serializeRecord, type CoordinatorRecord } from './group-records.js';
 import { assign } from './consumer-group.js';
-import type { ConsumerGroupHeartbeatParams, ConsumerGroupHeartbeatResult } from './group-coordinator.js';
-import { FakeMetadataStore, MemoryOffsetsStore, harness, type Harness } from './group-test-support.js';
+import type { ConsumerGroupHeartbeatParams } from './group-coordinator.js';
+import { consumerJoin as join, consumerBeat as beat, assignedPartitions as parts, FakeMetadataStore, MemoryOffsetsStore, harness, type Harness } from './group-test-support.js';
 
 const T = 'AAAAAAAAAAAAAAAAAAAAAg';
 
@@ -35,27 +35,6 @@ function setup(config: Parameters<typeof harness>[0] = {}): Harness & { topics: 
   return { ...h, topics };
 }
 
-const join = (memberId: string, over: Partial<ConsumerGroupHeartbeatParams> = {}): ConsumerGroupHeartbeatParams => ({
-  version: 1,
-  groupId: 'g',
-  memberId,
-  memberEpoch: 0,
-  instanceId: null,
-  rackId: null,
-  rebalanceTimeoutMs: 30_000,
-  subscribedTopicNames: ['t'],
-  subscribedTopicRegex: null,
-  serverAssignor: null,
-  topicPartitions: [],
-  clientId: `client-${memberId}`,
-  clientHost: '/127.0.0.1',
-  ...over,
-});
-
-const beat = (memberId: string, memberEpoch: number, owned: number[] | null = null): ConsumerGroupHeartbeatParams =>
-  join(memberId, { memberEpoch, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: owned === null ? null : [{ topicId: T, partitions: owned }] });
-
-const parts = (r: ConsumerGroupHeartbeatResult) => (r.assignment === null ? null : r.assignment.flatMap((t) => t.partitions).sort((a, b) => a - b));
 
 describe('consumer groups (KIP-848): ConsumerGroupHeartbeat', () => {
   it('runs Kafka 4.4\'s worked example: join, a second member, revoke before assign, a leave', () => {

@@ -6,8 +6,8 @@ import { buildImage, type MetadataImage } from '../metadata/metadata-image.js';
 import { GROUP_METADATA_TOPIC } from '../coordinator/partition-for.js';
 import { readAssignment, writeAssignment } from './consumer-protocol.js';
 import { recordsIn, type CoordinatorRecord } from './group-records.js';
-import type { ConsumerGroupHeartbeatParams, ConsumerGroupHeartbeatResult, GroupCoordinator, GroupCoordinatorConfig, JoinGroupResult } from './group-coordinator.js';
-import { FakeMetadataStore, MemoryOffsetsStore, harness, joinParams, type Harness } from './group-test-support.js';
+import type { GroupCoordinator, GroupCoordinatorConfig, JoinGroupResult } from './group-coordinator.js';
+import { consumerJoin as cgJoin, consumerBeat as cgBeat, assignedPartitions as parts, FakeMetadataStore, MemoryOffsetsStore, harness, joinParams, type Harness } from './group-test-support.js';
 
 const T = 'AAAAAAAAAAAAAAAAAAAAAg';
 const ALL = [0, 1, 2, 3, 4, 5];
@@ -43,27 +43,6 @@ function partitionsOf(assignment: Buffer): number[] {
   return (a!.assignedPartitions.find((x) => x.topic === 't')?.partitions ?? []).slice().sort((x, y) => x - y);
 }
 
-const cgJoin = (memberId: string, over: Partial<ConsumerGroupHeartbeatParams> = {}): ConsumerGroupHeartbeatParams => ({
-  version: 1,
-  groupId: 'g',
-  memberId,
-  memberEpoch: 0,
-  instanceId: null,
-  rackId: null,
-  rebalanceTimeoutMs: 30_000,
-  subscribedTopicNames: ['t'],
-  subscribedTopicRegex: null,
-  serverAssignor: null,
-  topicPartitions: [],
-  clientId: `client-${memberId}`,
-  clientHost: '/127.0.0.1',
-  ...over,
-});
-
-const cgBeat = (memberId: string, memberEpoch: number, owned: number[] | null = null): ConsumerGroupHeartbeatParams =>
-  cgJoin(memberId, { memberEpoch, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: owned === null ? null : [{ topicId: T, partitions: owned }] });
-
-const parts = (r: ConsumerGroupHeartbeatResult) => (r.assignment === null ? null : r.assignment.flatMap((t) => t.partitions).sort((a, b) => a - b));
 
 /**
  * Every partition of t is held (owned, or still to revoke) by one member at

@@ -5,7 +5,7 @@
 import { ErrorCode } from '../../wire/errors.js';
 import { BASE_OFFSET, LAST_OFFSET_DELTA } from '../../wire/record-batch.js';
 import { buildImage, type MetadataImage, type MetadataStore, type TopicImage } from '../metadata/metadata-image.js';
-import { GroupCoordinator, type GroupCoordinatorConfig, type GroupCoordinatorLogger, type JoinGroupParams } from './group-coordinator.js';
+import { GroupCoordinator, type ConsumerGroupHeartbeatParams, type ConsumerGroupHeartbeatResult, type GroupCoordinatorConfig, type GroupCoordinatorLogger, type JoinGroupParams } from './group-coordinator.js';
 import type { OffsetsTopicStore } from '../coordinator/state-log-store.js';
 import { GROUP_METADATA_TOPIC } from '../coordinator/partition-for.js';
 import { ManualGroupTimer } from '../coordinator/timer.js';
@@ -203,3 +203,30 @@ export async function settled<T>(p: Promise<T>): Promise<{ done: true; value: T 
   const v = await Promise.race([p, Promise.resolve(marker)]);
   return v === marker ? { done: false } : { done: true, value: v as T };
 }
+
+/** A ConsumerGroupHeartbeat joining group g (epoch 0), subscribed to topic t, with `over` applied. */
+export const consumerJoin = (memberId: string, over: Partial<ConsumerGroupHeartbeatParams> = {}): ConsumerGroupHeartbeatParams => ({
+  version: 1,
+  groupId: 'g',
+  memberId,
+  memberEpoch: 0,
+  instanceId: null,
+  rackId: null,
+  rebalanceTimeoutMs: 30_000,
+  subscribedTopicNames: ['t'],
+  subscribedTopicRegex: null,
+  serverAssignor: null,
+  topicPartitions: [],
+  clientId: `client-${memberId}`,
+  clientHost: '/127.0.0.1',
+  ...over,
+});
+
+/** A ConsumerGroupHeartbeat at `memberEpoch` that changes nothing, reporting `owned` partitions of topic id `topicId` when given. */
+export const consumerBeat = (memberId: string, memberEpoch: number, owned: number[] | null = null, topicId = 'AAAAAAAAAAAAAAAAAAAAAg'): ConsumerGroupHeartbeatParams =>
+  consumerJoin(memberId, { memberEpoch, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: owned === null ? null : [{ topicId, partitions: owned }] });
+
+/** The partitions a heartbeat answer assigns, sorted; null when it carries no assignment. */
+export const assignedPartitions = (r: ConsumerGroupHeartbeatResult): number[] | null =>
+  r.assignment === null ? null : r.assignment.flatMap((t) => t.partitions).sort((a, b) => a - b);
+

@@ -1185,7 +1185,7 @@ export class ReplicaManager {
 
   /** The partition's log, created when missing unless it should already exist (see hostedAtStart). */
   private openLog(topic: string, partition: number): PartitionLog {
-    return this.logs.getOrCreate(topic, partition, undefined, this.isNewReplica(topic, partition));
+    return this.logs.get(topic, partition) ?? this.logs.getOrCreate(topic, partition, undefined, this.isNewReplica(topic, partition));
   }
 
   private isNewReplica(topic: string, partition: number): boolean {
