@@ -1,5 +1,5 @@
 // Records a consumer group's life on Kafka 4.4.0 and dumps its __consumer_offsets records.
-import { Probe } from './probe.mjs';
+import { Probe } from '../lib/probe.mjs';
 const dist = new URL('../../dist/', import.meta.url).href;
 const { partitionFor } = await import(dist + 'cluster/coordinator/partition-for.js');
 const { decodeRecords, wholeBatches } = await import(dist + 'wire/record-batch.js');

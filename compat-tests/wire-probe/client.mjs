@@ -1,110 +1,15 @@
 // A client built on gregor's own codec that checks protocol rules where Kafka's
 // behaviour is precise (error codes, list semantics, ids). Run against Apache Kafka
 // it shows the rules are Kafka's; run against gregor it shows gregor keeps them.
-import { createConnection } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { Probe } from '../lib/probe.mjs';
 import { expect, runScenarios } from '../lib/scenario.mjs';
 
 const dist = new URL('../../dist/wire/', import.meta.url);
-const { codecFor } = await import(new URL('codec.js', dist).href);
-const { Reader } = await import(new URL('reader.js', dist).href);
-const { Writer } = await import(new URL('writer.js', dist).href);
-const headers = await import(new URL('headers.js', dist).href);
 const { ErrorCode } = await import(new URL('errors.js', dist).href);
-const { ApiVersionsRequest } = await import(new URL('messages/api-versions-request.js', dist).href);
-const { ApiVersionsResponse } = await import(new URL('messages/api-versions-response.js', dist).href);
-const { MetadataRequest } = await import(new URL('messages/metadata-request.js', dist).href);
-const { MetadataResponse } = await import(new URL('messages/metadata-response.js', dist).href);
-const { ProduceRequest } = await import(new URL('messages/produce-request.js', dist).href);
-const { ProduceResponse } = await import(new URL('messages/produce-response.js', dist).href);
-const { FetchRequest } = await import(new URL('messages/fetch-request.js', dist).href);
-const { FetchResponse } = await import(new URL('messages/fetch-response.js', dist).href);
-const { ListOffsetsRequest } = await import(new URL('messages/list-offsets-request.js', dist).href);
-const { ListOffsetsResponse } = await import(new URL('messages/list-offsets-response.js', dist).href);
-const { CreateTopicsRequest } = await import(new URL('messages/create-topics-request.js', dist).href);
-const { CreateTopicsResponse } = await import(new URL('messages/create-topics-response.js', dist).href);
-const { ListConfigResourcesRequest } = await import(new URL('messages/list-config-resources-request.js', dist).href);
-const { ListConfigResourcesResponse } = await import(new URL('messages/list-config-resources-response.js', dist).href);
-const { DescribeTopicPartitionsRequest } = await import(new URL('messages/describe-topic-partitions-request.js', dist).href);
-const { DescribeTopicPartitionsResponse } = await import(new URL('messages/describe-topic-partitions-response.js', dist).href);
 const batches = await import(new URL('record-batch.js', dist).href);
-const { API_MESSAGES } = await import(new URL('messages/index.js', dist).href);
 
 const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA';
-const APIS = {
-  0: [ProduceRequest, ProduceResponse],
-  1: [FetchRequest, FetchResponse],
-  2: [ListOffsetsRequest, ListOffsetsResponse],
-  3: [MetadataRequest, MetadataResponse],
-  18: [ApiVersionsRequest, ApiVersionsResponse],
-  19: [CreateTopicsRequest, CreateTopicsResponse],
-  74: [ListConfigResourcesRequest, ListConfigResourcesResponse],
-  75: [DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse],
-};
-
-/** One connection; requests are sent one at a time and their answers decoded. */
-class Probe {
-  static async connect(bootstrap) {
-    const [host, port] = [bootstrap.slice(0, bootstrap.lastIndexOf(':')), Number(bootstrap.slice(bootstrap.lastIndexOf(':') + 1))];
-    const socket = createConnection({ host, port });
-    await new Promise((resolve, reject) => {
-      socket.once('connect', resolve);
-      socket.once('error', reject);
-    });
-    return new Probe(socket);
-  }
-
-  constructor(socket) {
-    this.socket = socket;
-    this.buf = Buffer.alloc(0);
-    this.waiting = null;
-    this.correlationId = 0;
-    socket.on('data', (d) => {
-      this.buf = Buffer.concat([this.buf, d]);
-      this.deliver();
-    });
-    socket.on('close', () => this.waiting?.reject(new Error('connection closed by the broker')));
-    socket.on('error', () => {});
-  }
-
-  deliver() {
-    if (!this.waiting || this.buf.length < 4) return;
-    const size = this.buf.readInt32BE(0);
-    if (this.buf.length < 4 + size) return;
-    const frame = this.buf.subarray(4, 4 + size);
-    this.buf = this.buf.subarray(4 + size);
-    const w = this.waiting;
-    this.waiting = null;
-    w.resolve(frame);
-  }
-
-  /** Sends `body` as (apiKey, version) and decodes the answer with `answerVersion` (default: the same). */
-  async request(apiKey, version, body, answerVersion = version) {
-    const known = API_MESSAGES.find((a) => a.apiKey === apiKey);
-    const [reqDecl, resDecl] = APIS[apiKey] ?? [known.request, known.response];
-    const correlationId = ++this.correlationId;
-    const w = new Writer();
-    const hv = version <= reqDecl.versions[1] ? headers.requestHeaderVersion(apiKey, version, reqDecl) : 2;
-    const start = headers.startRequest(w, { apiKey, apiVersion: version, correlationId, clientId: 'wire-probe' }, hv);
-    if (version <= reqDecl.versions[1]) codecFor(reqDecl, version).encode(w, body);
-    headers.finishFrame(w, start);
-    const frame = await new Promise((resolve, reject) => {
-      this.waiting = { resolve, reject };
-      this.socket.write(w.finish());
-      this.deliver();
-    });
-    const r = new Reader(frame);
-    expect(r.int32() === correlationId, `answer carries another correlation id`);
-    if (headers.responseHeaderVersion(apiKey, answerVersion, resDecl) >= 1) headers.skipTaggedFields(r);
-    const value = codecFor(resDecl, answerVersion).decode(r);
-    expect(r.error === null, `answer to api ${apiKey} v${version} does not decode: ${r.error}`);
-    return value;
-  }
-
-  close() {
-    this.socket.destroy();
-  }
-}
 
 const metadataRequest = (topics, allowAutoTopicCreation = true, includeTopicAuthorizedOperations = false) => ({
   topics,

@@ -1,10 +1,12 @@
-// A raw Kafka client on gregor's codec (dist/wire, `npm run build` first), for capture tools:
-// one connection, one request at a time, any API the declarations know.
+// A raw Kafka client on gregor's codec (dist/wire, `npm run build` first): one connection, one
+// request at a time, any API and version the declarations know. Used by the wire-probe client and
+// the capture tools.
 //
 //   const p = await Probe.connect('127.0.0.1:9092');
 //   const res = await p.request(68, 1, { groupId: 'g', ... });   // every field of that version
 //   p.close();
 import { createConnection } from 'node:net';
+import { expect } from './scenario.mjs';
 
 const dist = new URL('../../dist/wire/', import.meta.url);
 const { codecFor } = await import(new URL('codec.js', dist).href);
@@ -13,10 +15,11 @@ const { Writer } = await import(new URL('writer.js', dist).href);
 const headers = await import(new URL('headers.js', dist).href);
 const { API_MESSAGES } = await import(new URL('messages/index.js', dist).href);
 
+/** One connection; requests are sent one at a time and their answers decoded. */
 export class Probe {
   static async connect(bootstrap) {
-    const i = bootstrap.lastIndexOf(':');
-    const socket = createConnection({ host: bootstrap.slice(0, i), port: Number(bootstrap.slice(i + 1)) });
+    const [host, port] = [bootstrap.slice(0, bootstrap.lastIndexOf(':')), Number(bootstrap.slice(bootstrap.lastIndexOf(':') + 1))];
+    const socket = createConnection({ host, port });
     await new Promise((resolve, reject) => {
       socket.once('connect', resolve);
       socket.once('error', reject);
@@ -48,13 +51,14 @@ export class Probe {
     w.resolve(frame);
   }
 
-  /** Sends `body` as (apiKey, version) and resolves the decoded answer. */
-  async request(apiKey, version, body) {
-    const api = API_MESSAGES.find((a) => a.apiKey === apiKey);
+  /** Sends `body` as (apiKey, version) and decodes the answer with `answerVersion` (default: the same). */
+  async request(apiKey, version, body, answerVersion = version) {
+    const { request: reqDecl, response: resDecl } = API_MESSAGES.find((a) => a.apiKey === apiKey);
     const correlationId = ++this.correlationId;
     const w = new Writer();
-    const start = headers.startRequest(w, { apiKey, apiVersion: version, correlationId, clientId: 'probe' }, headers.requestHeaderVersion(apiKey, version, api.request));
-    codecFor(api.request, version).encode(w, body);
+    const hv = version <= reqDecl.versions[1] ? headers.requestHeaderVersion(apiKey, version, reqDecl) : 2;
+    const start = headers.startRequest(w, { apiKey, apiVersion: version, correlationId, clientId: 'wire-probe' }, hv);
+    if (version <= reqDecl.versions[1]) codecFor(reqDecl, version).encode(w, body);
     headers.finishFrame(w, start);
     const frame = await new Promise((resolve, reject) => {
       this.waiting = { resolve, reject };
@@ -62,9 +66,11 @@ export class Probe {
       this.deliver();
     });
     const r = new Reader(frame);
-    r.int32();
-    if (headers.responseHeaderVersion(apiKey, version, api.response) >= 1) headers.skipTaggedFields(r);
-    return codecFor(api.response, version).decode(r);
+    expect(r.int32() === correlationId, `answer carries another correlation id`);
+    if (headers.responseHeaderVersion(apiKey, answerVersion, resDecl) >= 1) headers.skipTaggedFields(r);
+    const value = codecFor(resDecl, answerVersion).decode(r);
+    expect(r.error === null, `answer to api ${apiKey} v${version} does not decode: ${r.error}`);
+    return value;
   }
 
   close() {
