@@ -13,14 +13,16 @@ import { ctxFor, testServices } from './test-services.js';
 describe('ApiVersions', () => {
   const services = testServices();
 
-  it('advertises exactly the registered handlers, each from the oldest version its definitions describe: v0 for all', () => {
+  it('advertises exactly the registered handlers, each from the oldest version its definitions describe (v0), but for the share APIs, from v1', () => {
     const res = apiVersions.handle({ clientSoftwareName: 'c', clientSoftwareVersion: '1', clusterId: null, nodeId: -1 }, ctxFor(services, 3)) as any;
     expect(res.errorCode).toBe(ErrorCode.NONE);
     expect(res.apiKeys).toEqual(
-      HANDLERS.map((h) => ({ apiKey: h.apiKey, minVersion: h.request.versions[0], maxVersion: h.maxVersion })).sort((a, b) => a.apiKey - b.apiKey),
+      HANDLERS.map((h) => ({ apiKey: h.apiKey, minVersion: h.minVersion, maxVersion: h.maxVersion })).sort((a, b) => a.apiKey - b.apiKey),
     );
     // The October 2024 definitions still describe what Kafka 4.0 removed (KIP-896), so every declaration goes down to v0.
     expect(HANDLERS.filter((h) => h.request.versions[0] !== 0).map((h) => h.name)).toEqual([]);
+    // v0 of the share APIs was Kafka 4.0's early access to KIP-932, which Kafka 4.1 dropped and no client sends.
+    expect(HANDLERS.filter((h) => h.minVersion !== h.request.versions[0]).map((h) => h.name).sort()).toEqual(['ShareAcknowledge', 'ShareFetch']);
     // Kafka 4.0 advertises these three from v1, v2 and v1.
     expect(res.apiKeys).toContainEqual({ apiKey: 2, minVersion: 0, maxVersion: 11 });
     expect(res.apiKeys).toContainEqual({ apiKey: 23, minVersion: 0, maxVersion: 4 });
@@ -94,7 +96,7 @@ describe('ApiVersions', () => {
       [17, 'security'], [36, 'security'], [29, 'security'], [30, 'security'], [31, 'security'], [50, 'security'], [51, 'security'],
       [48, 'security'], [49, 'security'], [38, 'security'], [39, 'security'], [40, 'security'], [41, 'security'],
       // Share groups (KIP-932) and streams groups (KIP-1071), with their inter-broker share state APIs.
-      [76, 'share'], [77, 'share'], [78, 'share'], [79, 'share'], [83, 'share'], [84, 'share'], [85, 'share'], [86, 'share'], [87, 'share'],
+      [76, 'share'], [77, 'share'],
       [90, 'share'], [91, 'share'], [92, 'share'], [88, 'streams'], [89, 'streams'], [93, 'streams'],
     ]);
     const ours = new Map(advertisedVersions().map((v) => [v.apiKey, v]));
@@ -108,7 +110,7 @@ describe('ApiVersions', () => {
       }
       if (!mine) gaps.push(`${k.apiKey} not served`);
       else if (mine.maxVersion !== k.maxVersion) gaps.push(`${k.apiKey} up to v${mine.maxVersion}, Kafka v${k.maxVersion}`);
-      else if (mine.minVersion > Math.min(k.minVersion, oldest.get(k.apiKey)!)) {
+      else if (mine.minVersion > Math.min(k.minVersion, oldest.get(k.apiKey)!) && mine.minVersion !== k.minVersion) {
         gaps.push(`${k.apiKey} from v${mine.minVersion}`);
       }
     }

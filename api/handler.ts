@@ -3,6 +3,9 @@
  * table and the source of the ApiVersions answer, so the broker advertises
  * exactly the versions some handler serves.
  */
+import type { ShareCoordinator } from '../cluster/share/share-coordinator.js';
+import type { Persister } from '../cluster/share/persister.js';
+import type { ShareGroupSettings, ShareManager } from '../cluster/share/share-manager.js';
 import type { Logger } from 'pino';
 import type { MessageDecl } from '../wire/schema.js';
 import type { StaticBrokerConfig } from '../cluster/metadata/broker-configs.js';
@@ -69,11 +72,34 @@ export interface BrokerServices {
   readonly groups: GroupCoordinator;
   /** The transactional ids whose partition of __transaction_state this broker leads, and producer ids for all. */
   readonly transactions: TransactionCoordinator;
+  /** Share groups' data path: the share partitions this broker leads, their sessions, and the share coordinator. */
+  readonly shares: ShareServices;
   /** Asks the coordinator of a transaction, on whichever broker, whether a partition is in it. */
   readonly verifier: TransactionVerifier;
   readonly log: Logger;
   /** The advertised versions table, built from the registry. */
   readonly apiVersions: readonly ApiVersionRange[];
+}
+
+/** The share coordinator (__share_group_state), the persister that reaches it from anywhere, and the share partitions led here. */
+export interface ShareServices {
+  readonly coordinator: ShareCoordinator;
+  readonly persister: Persister;
+  readonly manager: ShareManager;
+}
+
+/** Kafka 4.4's broker defaults for share groups' partitions. */
+export const SHARE_GROUP_DEFAULTS: ShareGroupSettings = {
+  lockDurationMs: 30_000,
+  deliveryCountLimit: 5,
+  maxInFlightRecords: 2000,
+  autoOffsetReset: 'latest',
+  isolationLevel: 'read_uncommitted',
+};
+
+/** What a share group's partitions follow: its group configs over the broker's defaults. */
+export function shareGroupSettings(_settings: BrokerSettings): (groupId: string) => ShareGroupSettings {
+  return () => SHARE_GROUP_DEFAULTS;
 }
 
 /** The coordinator settings given in `settings`, by their GroupCoordinatorConfig names. */

@@ -51,6 +51,13 @@ import { updateFeatures } from './update-features.js';
 import { unregisterBroker } from './unregister-broker.js';
 import { listConfigResources } from './list-config-resources.js';
 import { describeTopicPartitions } from './describe-topic-partitions.js';
+import { shareFetch } from './share-fetch.js';
+import { shareAcknowledge } from './share-acknowledge.js';
+import { initializeShareGroupState } from './initialize-share-group-state.js';
+import { readShareGroupState } from './read-share-group-state.js';
+import { writeShareGroupState } from './write-share-group-state.js';
+import { deleteShareGroupState } from './delete-share-group-state.js';
+import { readShareGroupStateSummary } from './read-share-group-state-summary.js';
 
 export const HANDLERS: readonly ApiHandler[] = [
   produce,
@@ -100,6 +107,13 @@ export const HANDLERS: readonly ApiHandler[] = [
   unregisterBroker,
   listConfigResources,
   describeTopicPartitions,
+  shareFetch,
+  shareAcknowledge,
+  initializeShareGroupState,
+  readShareGroupState,
+  writeShareGroupState,
+  deleteShareGroupState,
+  readShareGroupStateSummary,
 ];
 
 export function handlerTable(handlers: readonly ApiHandler[] = HANDLERS): Map<number, ApiHandler> {

@@ -2,6 +2,7 @@
  * In-memory services for handler tests: a real local metadata store and real
  * partition logs, both in a temp dir.
  */
+import { startShares } from '../cluster/share/share-services.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +20,7 @@ import { DEFAULT_LOG_CONFIG, type LogConfig } from '../storage/log-config.js';
 import { LogManager } from '../storage/log-manager.js';
 import type { Fs } from '../storage/fs.js';
 import { decode, encode } from '../wire/codec.js';
-import { NO_RESPONSE, groupCoordinatorConfig, transactionCoordinatorConfig, type ApiHandler, type BrokerServices, type BrokerSettings, type RequestContext } from './handler.js';
+import { NO_RESPONSE, groupCoordinatorConfig, shareGroupSettings, transactionCoordinatorConfig, type ApiHandler, type BrokerServices, type BrokerSettings, type RequestContext } from './handler.js';
 import { HANDLERS, advertisedVersions } from './registry.js';
 import { findCoordinator } from './find-coordinator.js';
 
@@ -80,8 +81,10 @@ export function testServices(
     log,
     { config: transactionCoordinatorConfig(full), ...(opts.txnTimer ? { timer: opts.txnTimer } : {}) },
   ).start();
+  const shares = startShares(full.nodeId, store, replicas, null, shareGroupSettings(full), log, { replicationFactor: 1 });
   return {
     settings: full,
+    shares,
     metadata: store,
     replicas,
     groups,
@@ -92,6 +95,7 @@ export function testServices(
     dataDir: dir,
     logs,
     async close() {
+      shares.shutdown();
       transactions.shutdown();
       groups.shutdown();
       replicas.stop();

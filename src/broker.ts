@@ -3,6 +3,7 @@
  * metadata store and the partition logs, serves connections, and shuts down
  * gracefully.
  */
+import { startShares, type StartedShares } from '../cluster/share/share-services.js';
 import { createServer, type Server, type Socket } from 'node:net';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
@@ -24,7 +25,7 @@ import { BrokerChannel } from '../cluster/inter-broker/broker-channel.js';
 import { LogManager, type LogManagerOptions } from '../storage/log-manager.js';
 import { DataDirError, loadOrCreateIdentity, lockDataDir, type DirIdentity } from '../storage/data-dir.js';
 import { HANDLERS, advertisedVersions, handlerTable } from '../api/registry.js';
-import { groupCoordinatorConfig, transactionCoordinatorConfig, type BrokerServices, type BrokerSettings } from '../api/handler.js';
+import { groupCoordinatorConfig, shareGroupSettings, transactionCoordinatorConfig, type BrokerServices, type BrokerSettings } from '../api/handler.js';
 import { Connection, type Dispatch } from './connection.js';
 import { fetchBuffers } from '../wire/buffer-pool.js';
 import { CONFIG_DEFS, type BrokerConfig, type ListenerSpec } from './config.js';
@@ -74,6 +75,7 @@ export class Broker {
     private readonly replicas: ReplicaManager,
     private readonly groups: GroupCoordinator,
     private readonly transactions: TransactionCoordinator,
+    private readonly shares: StartedShares,
     private readonly fetchers: ReplicaFetchers,
     private readonly channel: BrokerChannel | null,
     private readonly unlock: () => void,
@@ -237,15 +239,18 @@ export class Broker {
       log,
       { config: transactionCoordinatorConfig(settings) },
     ).start();
+    // Share groups: the share coordinator loads the partitions of __share_group_state it leads.
+    const shares = startShares(config.nodeId, store, replicas, channel, shareGroupSettings(settings), log);
     // Followers copy their leaders' partitions (only brokers of a cluster follow anyone).
     const fetchers = new ReplicaFetchers(config.nodeId, store, replicas, log, { listener: config.listeners[0]!.name }).start();
-    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, transactions, fetchers, channel, unlock);
+    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, transactions, shares, fetchers, channel, unlock);
     const services: BrokerServices = {
       settings,
       metadata: store,
       replicas,
       groups,
       transactions,
+      shares,
       verifier: new TransactionVerifier(config.nodeId, store, transactions, channel, log),
       log,
       apiVersions: advertisedVersions(HANDLERS),
@@ -346,6 +351,7 @@ export class Broker {
       const fetchersStopped = this.fetchers.stop();
       this.groups.shutdown();
       this.transactions.shutdown();
+      this.shares.shutdown();
       const finish = Promise.all([...this.connections].map((c) => c.finishInFlight()));
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<'timeout'>((res) => {
