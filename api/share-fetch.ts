@@ -32,6 +32,16 @@ export const shareFetch = defineHandler<ShareFetchRequest, ShareFetchResponse>({
     const acknowledgements = acknowledgementsOf(req.topics);
     const renewing = ctx.apiVersion >= 2 && req.isRenewAck;
     if (hasRenew(acknowledgements) && !renewing) return failure(ErrorCode.INVALID_REQUEST, 'Renew acknowledgements need IsRenewAck.');
+    if (renewing) {
+      // A renewal fetches nothing, so it must not ask to wait or read.
+      const wrong = [
+        ['maxBytes', req.maxBytes],
+        ['minBytes', req.minBytes],
+        ['maxRecords', req.maxRecords],
+        ['maxWaitMs', req.maxWaitMs],
+      ].filter(([, v]) => v !== 0);
+      if (wrong.length > 0) return failure(ErrorCode.INVALID_REQUEST, `${wrong.map(([n]) => `${n} must be set to 0, `).join('')}if isRenewAck is true.`);
+    }
     const fetch = renewing ? [] : req.topics.flatMap((t) => t.partitions.map((p) => ({ topicId: t.topicId, partition: p.partitionIndex })));
     const r = await ctx.services.shares.manager.fetch({
       groupId: req.groupId,

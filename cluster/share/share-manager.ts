@@ -159,10 +159,10 @@ export class ShareManager {
   async fetch(p: ShareFetchParams): Promise<ShareFetchResult> {
     const groupId = p.groupId ?? '';
     const memberId = p.memberId ?? '';
-    const lockMs = groupId === '' ? 0 : this.settings(groupId).lockDurationMs;
+    const lockMs = p.groupId === null ? 0 : this.settings(groupId).lockDurationMs;
     const fail = (errorCode: number, errorMessage: string | null): ShareFetchResult => ({ errorCode, errorMessage, acquisitionLockTimeoutMs: lockMs, partitions: [] });
-    if (groupId === '') return fail(ErrorCode.INVALID_REQUEST, 'The group id must not be empty.');
-    if (memberId === '') return fail(ErrorCode.INVALID_REQUEST, 'The member id must not be empty.');
+    const invalid = invalidIds(p.groupId, p.memberId);
+    if (invalid) return fail(ErrorCode.INVALID_REQUEST, invalid);
     const sKey = `${groupId}\u0000${memberId}`;
     const now = Date.now();
     let session = this.sessions.get(sKey);
@@ -234,10 +234,10 @@ export class ShareManager {
   async acknowledge(p: ShareAcknowledgeParams): Promise<ShareFetchResult> {
     const groupId = p.groupId ?? '';
     const memberId = p.memberId ?? '';
-    const lockMs = groupId === '' ? 0 : this.settings(groupId).lockDurationMs;
+    const lockMs = p.groupId === null ? 0 : this.settings(groupId).lockDurationMs;
     const fail = (errorCode: number, errorMessage: string | null): ShareFetchResult => ({ errorCode, errorMessage, acquisitionLockTimeoutMs: lockMs, partitions: [] });
-    if (groupId === '') return fail(ErrorCode.INVALID_REQUEST, 'The group id must not be empty.');
-    if (memberId === '') return fail(ErrorCode.INVALID_REQUEST, 'The member id must not be empty.');
+    const invalid = invalidIds(p.groupId, p.memberId);
+    if (invalid) return fail(ErrorCode.INVALID_REQUEST, invalid);
     if (p.shareSessionEpoch === INITIAL_EPOCH) return fail(ErrorCode.INVALID_SHARE_SESSION_EPOCH, 'A share session is not opened by ShareAcknowledge.');
     const session = this.sessions.get(`${groupId}\u0000${memberId}`);
     if (!session) return fail(ErrorCode.SHARE_SESSION_NOT_FOUND, 'The share session was not found.');
@@ -574,6 +574,13 @@ export class ShareManager {
     for (const s of this.sessions.values()) for (const ref of s.partitions.values()) if (spKey(s.groupId, ref) === k) return true;
     return false;
   }
+}
+
+/** Kafka's checks of a share request's ids: a group id (possibly empty) and a member id of 1 to 36 characters. */
+function invalidIds(groupId: string | null, memberId: string | null): string | null {
+  if (groupId === null) return 'Invalid group id in the request.';
+  if (memberId === null || memberId.length === 0 || memberId.length > 36) return 'Invalid member id in the request.';
+  return null;
 }
 
 /** Milliseconds of an ISO-8601 duration such as PT1H30M or P1DT2H; null when unreadable. */
