@@ -144,6 +144,8 @@ export interface RequestContext {
   readonly listener: string;
   readonly clientHost: string;
   readonly services: BrokerServices;
+  /** Runs `cb` once when the client's connection closes (share sessions end with their connection); absent in tests. */
+  readonly onConnectionClose?: (cb: () => void) => void;
 }
 
 export interface ApiVersionRange {

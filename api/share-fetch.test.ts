@@ -101,6 +101,21 @@ describe('ShareFetch and ShareAcknowledge', () => {
     expect(unknown.responses[0]!.partitions[0]!.errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_ID);
   });
 
+  it('ends a share session with its connection, releasing what its member held', async () => {
+    const { s, topicId } = await withTopic();
+    const closers: (() => void)[] = [];
+    const conn = { onConnectionClose: (cb: () => void) => closers.push(cb) };
+    await callAt(shareFetch, 2, request(topicId, 'gone', 0), s, conn);
+    produce(s, 3);
+    expect(acquired(await callAt(shareFetch, 2, request(topicId, 'gone', 1), s, conn))).toEqual([[0, 2, 1]]);
+    expect(closers).toHaveLength(1);
+    closers[0]!();
+    await new Promise((r) => setTimeout(r, 50));
+    // Released at once, not after the 30 s lock: another member gets them, counted twice.
+    expect(acquired(await callAt(shareFetch, 2, request(topicId, 'other', 0), s))).toEqual([[0, 2, 2]]);
+    expect((await callAt(shareFetch, 2, request(topicId, 'gone', 2), s)).errorCode).toBe(ErrorCode.SHARE_SESSION_NOT_FOUND);
+  });
+
   it('waits up to MaxWaitMs for records, and answers as soon as some arrive', async () => {
     const { s, topicId } = await withTopic();
     await callAt(shareFetch, 2, request(topicId, 'm', 0), s);

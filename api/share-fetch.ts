@@ -54,6 +54,7 @@ export const shareFetch = defineHandler<ShareFetchRequest, ShareFetchResponse>({
       wholeBatches: !(ctx.apiVersion >= 2 && req.shareAcquireMode === RECORD_LIMIT_MODE),
       fetch,
       acknowledgements,
+      ...(ctx.onConnectionClose ? { onConnectionClose: ctx.onConnectionClose } : {}),
       forget: req.forgottenTopicsData.flatMap((t) => t.partitions.map((partition) => ({ topicId: t.topicId, partition }))),
     });
     return {

@@ -71,7 +71,22 @@ export class Connection {
       this.closed = true;
       this.queue.length = 0;
       this.notifyIdle();
+      for (const cb of this.closeCallbacks.splice(0)) {
+        try {
+          cb();
+        } catch (err) {
+          this.log.warn({ remote: this.remote, err: (err as Error).message }, 'a connection-close callback failed');
+        }
+      }
     });
+  }
+
+  private readonly closeCallbacks: (() => void)[] = [];
+
+  /** Runs `cb` once when the connection closes (at once when it has). */
+  onClose(cb: () => void): void {
+    if (this.closed) cb();
+    else if (!this.closeCallbacks.includes(cb)) this.closeCallbacks.push(cb);
   }
 
   get isClosed(): boolean {
@@ -225,6 +240,7 @@ export class Connection {
       listener: this.listener,
       clientHost: this.socket.remoteAddress ?? '',
       services: this.dispatch.services,
+      onConnectionClose: (cb: () => void) => this.onClose(cb),
     };
     let res: unknown;
     try {

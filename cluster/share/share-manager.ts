@@ -58,6 +58,8 @@ export interface ShareFetchParams {
   readonly fetch: readonly PartitionRef[];
   readonly acknowledgements: readonly AckRequestPartition[];
   readonly forget: readonly PartitionRef[];
+  /** Registers what to do when the client's connection closes: its session ends and what it holds is released. */
+  readonly onConnectionClose?: (cb: () => void) => void;
 }
 
 export interface PartitionResult extends PartitionRef {
@@ -171,8 +173,12 @@ export class ShareManager {
     if (p.shareSessionEpoch === INITIAL_EPOCH) {
       if (p.acknowledgements.some((a) => a.batches.length > 0)) return fail(ErrorCode.INVALID_REQUEST, 'Acknowledge data present on initial share session request');
       if (session) await this.closeSession(session, false);
-      session = { groupId, memberId, epoch: 1, partitions: new Map(), lastUsed: now };
-      this.sessions.set(sKey, session);
+      const created: ShareSession = { groupId, memberId, epoch: 1, partitions: new Map(), lastUsed: now };
+      session = created;
+      this.sessions.set(sKey, created);
+      p.onConnectionClose?.(() => {
+        if (this.sessions.get(sKey) === created) void this.closeSession(created, true);
+      });
       full = true;
     } else {
       if (!session) return fail(ErrorCode.SHARE_SESSION_NOT_FOUND, 'The share session was not found.');
