@@ -138,7 +138,9 @@ export interface ApiHandler<Req = any, Res = any> {
    * 0, the oldest version the declaration describes, so that old clients
    * keep their features (see CLIENT-MATRIX traps 1 and 2). That includes the
    * versions Kafka 4.0 removed (KIP-896), which gregor serves as Kafka 3.x
-   * did.
+   * did. The exception is a v0 no release ever served: ShareGroupHeartbeat
+   * and ShareGroupDescribe start at v1, as in Kafka 4.4 (their v0 was
+   * KIP-932's early access).
    */
   readonly minVersion: number;
   readonly maxVersion: number;

@@ -51,6 +51,11 @@ import { updateFeatures } from './update-features.js';
 import { unregisterBroker } from './unregister-broker.js';
 import { listConfigResources } from './list-config-resources.js';
 import { describeTopicPartitions } from './describe-topic-partitions.js';
+import { shareGroupHeartbeat } from './share-group-heartbeat.js';
+import { shareGroupDescribe } from './share-group-describe.js';
+import { describeShareGroupOffsets } from './describe-share-group-offsets.js';
+import { alterShareGroupOffsets } from './alter-share-group-offsets.js';
+import { deleteShareGroupOffsets } from './delete-share-group-offsets.js';
 
 export const HANDLERS: readonly ApiHandler[] = [
   produce,
@@ -100,6 +105,11 @@ export const HANDLERS: readonly ApiHandler[] = [
   unregisterBroker,
   listConfigResources,
   describeTopicPartitions,
+  shareGroupHeartbeat,
+  shareGroupDescribe,
+  describeShareGroupOffsets,
+  alterShareGroupOffsets,
+  deleteShareGroupOffsets,
 ];
 
 export function handlerTable(handlers: readonly ApiHandler[] = HANDLERS): Map<number, ApiHandler> {
