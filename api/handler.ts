@@ -42,6 +42,16 @@ export interface BrokerSettings {
   readonly groupConsumerAssignors?: readonly ('uniform' | 'range')[];
   readonly groupConsumerAssignmentIntervalMs?: number;
   readonly groupConsumerMigrationPolicy?: 'disabled' | 'upgrade' | 'downgrade' | 'bidirectional';
+  /** group.share.* (KIP-932); Kafka's defaults when absent. */
+  readonly groupShareSessionTimeoutMs?: number;
+  readonly groupShareHeartbeatIntervalMs?: number;
+  readonly groupShareMaxSize?: number;
+  readonly groupShareAssignmentIntervalMs?: number;
+  /** share.coordinator.state.topic.*: __share_group_state as FindCoordinator creates it; Kafka's defaults when absent. */
+  readonly shareCoordinatorStateTopicNumPartitions?: number;
+  readonly shareCoordinatorStateTopicReplicationFactor?: number;
+  readonly shareCoordinatorStateTopicMinIsr?: number;
+  readonly shareCoordinatorStateTopicSegmentBytes?: number;
   readonly offsetsRetentionMinutes?: number;
   readonly offsetsRetentionCheckIntervalMs?: number;
   readonly offsetMetadataMaxBytes?: number;
@@ -89,6 +99,10 @@ export function groupCoordinatorConfig(settings: BrokerSettings): Partial<GroupC
   if (settings.groupConsumerAssignors !== undefined) c.consumerAssignors = settings.groupConsumerAssignors;
   if (settings.groupConsumerAssignmentIntervalMs !== undefined) c.consumerAssignmentIntervalMs = settings.groupConsumerAssignmentIntervalMs;
   if (settings.groupConsumerMigrationPolicy !== undefined) c.consumerMigrationPolicy = settings.groupConsumerMigrationPolicy;
+  if (settings.groupShareSessionTimeoutMs !== undefined) c.shareSessionTimeoutMs = settings.groupShareSessionTimeoutMs;
+  if (settings.groupShareHeartbeatIntervalMs !== undefined) c.shareHeartbeatIntervalMs = settings.groupShareHeartbeatIntervalMs;
+  if (settings.groupShareMaxSize !== undefined) c.shareMaxSize = settings.groupShareMaxSize;
+  if (settings.groupShareAssignmentIntervalMs !== undefined) c.shareAssignmentIntervalMs = settings.groupShareAssignmentIntervalMs;
   if (settings.offsetsRetentionMinutes !== undefined) c.offsetsRetentionMs = settings.offsetsRetentionMinutes * 60_000;
   if (settings.offsetsRetentionCheckIntervalMs !== undefined) c.offsetsRetentionCheckIntervalMs = settings.offsetsRetentionCheckIntervalMs;
   if (settings.offsetMetadataMaxBytes !== undefined) c.offsetMetadataMaxBytes = settings.offsetMetadataMaxBytes;
