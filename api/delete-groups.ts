@@ -4,7 +4,9 @@
  * per group, which Kafka leaves null for these errors and so does gregor.
  *
  * Only an empty group is deleted (else NON_EMPTY_GROUP), with its committed
- * offsets; one this broker does not know is GROUP_ID_NOT_FOUND.
+ * offsets; one this broker does not know is GROUP_ID_NOT_FOUND. A share
+ * group's share-partition state is deleted through the persister before its
+ * records get their tombstones, as Kafka does.
  */
 import { ErrorCode } from '../wire/errors.js';
 import { DeleteGroupsRequest } from '../wire/messages/delete-groups-request.js';
@@ -24,7 +26,10 @@ export const deleteGroups = defineHandler<DeleteGroupsRequest, DeleteGroupsRespo
     for (const groupId of req.groupsNames) {
       if (seen.has(groupId)) continue;
       seen.add(groupId);
-      results.push({ groupId, errorCode: ctx.services.groups.deleteGroup(groupId) });
+      // A share group's share-partition state is deleted through the persister first.
+      const groups = ctx.services.groups;
+      const errorCode = groups.shares.enabled && groups.shares.has(groupId) ? await groups.shares.deleteGroup(groupId) : groups.deleteGroup(groupId);
+      results.push({ groupId, errorCode });
     }
     // A deletion is answered once its tombstones are on every in-sync replica of the group's partition.
     const durable = await Promise.all(results.map((r) => (r.errorCode === ErrorCode.NONE ? ctx.services.groups.replicated(r.groupId) : r.errorCode)));

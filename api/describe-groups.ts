@@ -4,8 +4,9 @@
  * group's authorized operations; v4 each member's group_instance_id; v5 is
  * flexible; v6 answers a group this broker does not know GROUP_ID_NOT_FOUND
  * with a message (still in the "Dead" state), where older versions answer
- * no error. A consumer group (KIP-848) is not described: "Dead" as well, and
- * at v6 GROUP_ID_NOT_FOUND saying it is not a classic group.
+ * no error. A consumer group (KIP-848) or a share group (KIP-932) is not
+ * described: "Dead" as well, and at v6 GROUP_ID_NOT_FOUND saying it is not a
+ * classic group.
  *
  * A stable group is described with its protocol and each member's metadata
  * for it; a group in any other state without them (assignments always). A

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../wire/errors.js';
 import type { FindCoordinatorResponse } from '../wire/messages/find-coordinator-response.js';
-import { findCoordinator, javaStringHashCode, partitionFor } from './find-coordinator.js';
+import { findCoordinator, javaStringHashCode, partitionFor, shareCoordinatorKey } from './find-coordinator.js';
 import { ctxFor, testServices, type TestServices } from './test-services.js';
 
 let services: TestServices | null = null;
@@ -87,5 +87,35 @@ describe('FindCoordinator', () => {
     const answer = await findCoordinator.handle(request({ key: 'x', keyType: 9 }), ctxFor(services, 3));
     expect(answer).toMatchObject({ errorCode: ErrorCode.INVALID_REQUEST, nodeId: -1 });
     expect(services.metadata.image().topics.size).toBe(0);
+  });
+
+  it('finds share coordinators (key type 2, v6) on __share_group_state, made with Kafka\'s configs for it', async () => {
+    services = testServices({ shareCoordinatorStateTopicNumPartitions: 7 });
+    const ctx = ctxFor(services, 6);
+    const key = 'g:AAAAAAAAAAAAAAAAAAAAAg:3';
+    const first = (await findCoordinator.handle(request({ keyType: 2, coordinatorKeys: [key] }), ctx)) as FindCoordinatorResponse;
+    expect(first.coordinators).toEqual([{ key, errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, errorMessage: expect.any(String), nodeId: -1, host: '', port: -1 }]);
+    const topic = services.metadata.image().topics.get('__share_group_state')!;
+    expect([topic.partitions.length, topic.internal]).toEqual([7, true]);
+    expect(topic.configs).toMatchObject({ 'cleanup.policy': 'delete', 'compression.type': 'producer', 'segment.bytes': '104857600', 'min.insync.replicas': '2', 'retention.ms': '-1' });
+    const second = (await findCoordinator.handle(request({ keyType: 2, coordinatorKeys: [key, 'no-partition', 'g:not-a-topic-id:1', ':AAAAAAAAAAAAAAAAAAAAAg:1'] }), ctx)) as FindCoordinatorResponse;
+    expect(second.coordinators.map((c) => [c.key, c.errorCode, c.nodeId])).toEqual([
+      [key, ErrorCode.NONE, 1],
+      ['no-partition', ErrorCode.INVALID_REQUEST, -1],
+      ['g:not-a-topic-id:1', ErrorCode.INVALID_REQUEST, -1],
+      [':AAAAAAAAAAAAAAAAAAAAAg:1', ErrorCode.INVALID_REQUEST, -1],
+    ]);
+    // Key type 2 exists from v6 only.
+    const old = (await findCoordinator.handle(request({ keyType: 2, coordinatorKeys: [key] }), ctxFor(services, 5))) as FindCoordinatorResponse;
+    expect(old.coordinators[0]!.errorCode).toBe(ErrorCode.INVALID_REQUEST);
+  });
+
+  it('reads share coordinator keys as Kafka\'s SharePartitionKey does, hashing their canonical form', () => {
+    expect(shareCoordinatorKey('g:AAAAAAAAAAAAAAAAAAAAAg:007')).toBe('g:AAAAAAAAAAAAAAAAAAAAAg:7');
+    // The group id may hold ':'.
+    expect(shareCoordinatorKey('a:b:AAAAAAAAAAAAAAAAAAAAAg:1')).toBe('a:b:AAAAAAAAAAAAAAAAAAAAAg:1');
+    expect(shareCoordinatorKey(' :AAAAAAAAAAAAAAAAAAAAAg:1')).toBeNull();
+    expect(shareCoordinatorKey('g:AAAAAAAAAAAAAAAAAAAAAg:x')).toBeNull();
+    expect(shareCoordinatorKey('g:AAAAAAAAAAAAAAAAAAAAAg:99999999999')).toBeNull();
   });
 });

@@ -1,12 +1,17 @@
 /**
  * FindCoordinator (key 10), versions 0-6.
  * v1 adds key_type (0 group, 1 transaction) and an error message; v3 is
- * flexible; v4 asks for several keys at once and answers one entry per key.
+ * flexible; v4 asks for several keys at once and answers one entry per key;
+ * v6 adds key type 2, the share coordinator (KIP-932), whose keys are
+ * "groupId:topicId:partition" (INVALID_REQUEST for another shape, or below
+ * v6).
  *
  * The coordinator of a group is the leader of partition
  * abs(javaHashCode(groupId)) % offsets.topic.num.partitions of
  * __consumer_offsets, and of a transactional id the leader of its partition of
- * __transaction_state. As in Kafka, the first request that needs an internal
+ * __transaction_state, and of a share partition the leader of partition
+ * abs(javaHashCode(key)) % share.coordinator.state.topic.num.partitions of
+ * __share_group_state. As in Kafka, the first request that needs an internal
  * topic creates it and is answered COORDINATOR_NOT_AVAILABLE; clients retry.
  *
  * librdkafka turns LZ4 on only when the broker advertises this API from v0
@@ -18,13 +23,37 @@ import { FindCoordinatorResponse, type Coordinator } from '../wire/messages/find
 import { endpointFor } from '../cluster/metadata/metadata-image.js';
 import { GROUP_METADATA_TOPIC, javaStringHashCode, partitionFor } from '../cluster/coordinator/partition-for.js';
 import { defineHandler, type BrokerServices, type RequestContext } from './handler.js';
+import { SHARE_GROUP_STATE_TOPIC } from '../cluster/metadata/topic-names.js';
 
 export { GROUP_METADATA_TOPIC, javaStringHashCode, partitionFor };
 export const TRANSACTION_STATE_TOPIC = '__transaction_state';
 
 const KEY_TYPE_GROUP = 0;
 const KEY_TYPE_TRANSACTION = 1;
+const KEY_TYPE_SHARE = 2;
 const BATCHED_VERSION = 4;
+const SHARE_KEY_VERSION = 6;
+
+/**
+ * A share coordinator key as Kafka's SharePartitionKey reads it
+ * ("groupId:topicId:partition"; the group id may hold ':'), in its
+ * canonical form, whose hash picks the partition; null when malformed.
+ *
+ * Example: "g:AAAAAAAAAAAAAAAAAAAAAg:07" -> "g:AAAAAAAAAAAAAAAAAAAAAg:7"; "g:x:0" -> null.
+ */
+export function shareCoordinatorKey(key: string): string | null {
+  const tokens = key.split(':');
+  if (tokens.length < 3) return null;
+  const partition = tokens.at(-1)!;
+  const topicId = tokens.at(-2)!;
+  const groupId = tokens.slice(0, -2).join(':');
+  if (groupId.trim() === '') return null;
+  if (!/^[A-Za-z0-9_-]{22}(==)?$/.test(topicId)) return null;
+  if (!/^[+-]?\d+$/.test(partition)) return null;
+  const n = Number(partition);
+  if (!Number.isSafeInteger(n) || n < -2147483648 || n > 2147483647) return null;
+  return `${groupId}:${Buffer.from(topicId, 'base64url').toString('base64url')}:${n}`;
+}
 
 interface InternalTopicSpec {
   name: string;
@@ -45,6 +74,21 @@ function internalTopic(keyType: number, services: BrokerServices): InternalTopic
         'cleanup.policy': 'compact',
         'compression.type': 'producer',
         'segment.bytes': String(s.offsetsTopicSegmentBytes ?? 104857600),
+      },
+    };
+  }
+  if (keyType === KEY_TYPE_SHARE) {
+    // Kafka's ShareCoordinatorService.shareGroupStateTopicConfigs.
+    return {
+      name: SHARE_GROUP_STATE_TOPIC,
+      partitions: s.shareCoordinatorStateTopicNumPartitions ?? 50,
+      replicationFactor: s.shareCoordinatorStateTopicReplicationFactor ?? 3,
+      configs: {
+        'cleanup.policy': 'delete',
+        'compression.type': 'producer',
+        'segment.bytes': String(s.shareCoordinatorStateTopicSegmentBytes ?? 104857600),
+        'min.insync.replicas': String(s.shareCoordinatorStateTopicMinIsr ?? 2),
+        'retention.ms': '-1',
       },
     };
   }
@@ -76,8 +120,14 @@ function failure(errorCode: number, errorMessage: string): Found {
   return { errorCode, errorMessage, ...NO_NODE };
 }
 
-async function locate(keyType: number, key: string, ctx: RequestContext): Promise<Found> {
+async function locate(keyType: number, rawKey: string, ctx: RequestContext): Promise<Found> {
   const { metadata, log } = ctx.services;
+  let key = rawKey;
+  if (keyType === KEY_TYPE_SHARE) {
+    const canonical = ctx.apiVersion >= SHARE_KEY_VERSION ? shareCoordinatorKey(rawKey) : null;
+    if (canonical === null) return { errorCode: ErrorCode.INVALID_REQUEST, errorMessage: null, ...NO_NODE };
+    key = canonical;
+  }
   const spec = internalTopic(keyType, ctx.services);
   let topic = metadata.image().topics.get(spec.name);
   if (!topic) {
@@ -114,7 +164,7 @@ export const findCoordinator = defineHandler<FindCoordinatorRequest, FindCoordin
   maxVersion: 6,
   async handle(req, ctx) {
     const keyType = ctx.apiVersion >= 1 ? req.keyType : KEY_TYPE_GROUP;
-    if (keyType !== KEY_TYPE_GROUP && keyType !== KEY_TYPE_TRANSACTION) {
+    if (keyType !== KEY_TYPE_GROUP && keyType !== KEY_TYPE_TRANSACTION && keyType !== KEY_TYPE_SHARE) {
       return errorBody(req, ErrorCode.INVALID_REQUEST, ctx, `unknown coordinator key type ${keyType}`);
     }
     if (ctx.apiVersion < BATCHED_VERSION) {

@@ -5,6 +5,7 @@
  */
 import type { ShareCoordinator } from '../cluster/share/share-coordinator.js';
 import type { Persister } from '../cluster/share/persister.js';
+import type { ShareStateTopicSettings } from '../cluster/share/coordinator-persister.js';
 import type { ShareGroupSettings, ShareManager } from '../cluster/share/share-manager.js';
 import type { Logger } from 'pino';
 import type { MessageDecl } from '../wire/schema.js';
@@ -45,6 +46,16 @@ export interface BrokerSettings {
   readonly groupConsumerAssignors?: readonly ('uniform' | 'range')[];
   readonly groupConsumerAssignmentIntervalMs?: number;
   readonly groupConsumerMigrationPolicy?: 'disabled' | 'upgrade' | 'downgrade' | 'bidirectional';
+  /** group.share.* (KIP-932); Kafka's defaults when absent. */
+  readonly groupShareSessionTimeoutMs?: number;
+  readonly groupShareHeartbeatIntervalMs?: number;
+  readonly groupShareMaxSize?: number;
+  readonly groupShareAssignmentIntervalMs?: number;
+  /** share.coordinator.state.topic.*: __share_group_state as FindCoordinator creates it; Kafka's defaults when absent. */
+  readonly shareCoordinatorStateTopicNumPartitions?: number;
+  readonly shareCoordinatorStateTopicReplicationFactor?: number;
+  readonly shareCoordinatorStateTopicMinIsr?: number;
+  readonly shareCoordinatorStateTopicSegmentBytes?: number;
   readonly offsetsRetentionMinutes?: number;
   readonly offsetsRetentionCheckIntervalMs?: number;
   readonly offsetMetadataMaxBytes?: number;
@@ -102,6 +113,16 @@ export function shareGroupSettings(_settings: BrokerSettings): (groupId: string)
   return () => SHARE_GROUP_DEFAULTS;
 }
 
+/** How __share_group_state is created, from the share.coordinator.state.topic.* settings given. */
+export function shareStateTopicSettings(settings: BrokerSettings): Partial<ShareStateTopicSettings> {
+  const t: { -readonly [K in keyof ShareStateTopicSettings]?: ShareStateTopicSettings[K] } = {};
+  if (settings.shareCoordinatorStateTopicNumPartitions !== undefined) t.numPartitions = settings.shareCoordinatorStateTopicNumPartitions;
+  if (settings.shareCoordinatorStateTopicReplicationFactor !== undefined) t.replicationFactor = settings.shareCoordinatorStateTopicReplicationFactor;
+  if (settings.shareCoordinatorStateTopicMinIsr !== undefined) t.minIsr = settings.shareCoordinatorStateTopicMinIsr;
+  if (settings.shareCoordinatorStateTopicSegmentBytes !== undefined) t.segmentBytes = settings.shareCoordinatorStateTopicSegmentBytes;
+  return t;
+}
+
 /** The coordinator settings given in `settings`, by their GroupCoordinatorConfig names. */
 export function groupCoordinatorConfig(settings: BrokerSettings): Partial<GroupCoordinatorConfig> {
   const c: { -readonly [K in keyof GroupCoordinatorConfig]?: GroupCoordinatorConfig[K] } = {};
@@ -115,6 +136,10 @@ export function groupCoordinatorConfig(settings: BrokerSettings): Partial<GroupC
   if (settings.groupConsumerAssignors !== undefined) c.consumerAssignors = settings.groupConsumerAssignors;
   if (settings.groupConsumerAssignmentIntervalMs !== undefined) c.consumerAssignmentIntervalMs = settings.groupConsumerAssignmentIntervalMs;
   if (settings.groupConsumerMigrationPolicy !== undefined) c.consumerMigrationPolicy = settings.groupConsumerMigrationPolicy;
+  if (settings.groupShareSessionTimeoutMs !== undefined) c.shareSessionTimeoutMs = settings.groupShareSessionTimeoutMs;
+  if (settings.groupShareHeartbeatIntervalMs !== undefined) c.shareHeartbeatIntervalMs = settings.groupShareHeartbeatIntervalMs;
+  if (settings.groupShareMaxSize !== undefined) c.shareMaxSize = settings.groupShareMaxSize;
+  if (settings.groupShareAssignmentIntervalMs !== undefined) c.shareAssignmentIntervalMs = settings.groupShareAssignmentIntervalMs;
   if (settings.offsetsRetentionMinutes !== undefined) c.offsetsRetentionMs = settings.offsetsRetentionMinutes * 60_000;
   if (settings.offsetsRetentionCheckIntervalMs !== undefined) c.offsetsRetentionCheckIntervalMs = settings.offsetsRetentionCheckIntervalMs;
   if (settings.offsetMetadataMaxBytes !== undefined) c.offsetMetadataMaxBytes = settings.offsetMetadataMaxBytes;
@@ -166,7 +191,9 @@ export interface ApiHandler<Req = any, Res = any> {
    * 0, the oldest version the declaration describes, so that old clients
    * keep their features (see CLIENT-MATRIX traps 1 and 2). That includes the
    * versions Kafka 4.0 removed (KIP-896), which gregor serves as Kafka 3.x
-   * did.
+   * did. The exception is a v0 no release ever served: ShareGroupHeartbeat,
+   * ShareGroupDescribe, ShareFetch and ShareAcknowledge start at v1, as in
+   * Kafka 4.4 (their v0 was KIP-932's early access).
    */
   readonly minVersion: number;
   readonly maxVersion: number;

@@ -58,6 +58,11 @@ import { readShareGroupState } from './read-share-group-state.js';
 import { writeShareGroupState } from './write-share-group-state.js';
 import { deleteShareGroupState } from './delete-share-group-state.js';
 import { readShareGroupStateSummary } from './read-share-group-state-summary.js';
+import { shareGroupHeartbeat } from './share-group-heartbeat.js';
+import { shareGroupDescribe } from './share-group-describe.js';
+import { describeShareGroupOffsets } from './describe-share-group-offsets.js';
+import { alterShareGroupOffsets } from './alter-share-group-offsets.js';
+import { deleteShareGroupOffsets } from './delete-share-group-offsets.js';
 
 export const HANDLERS: readonly ApiHandler[] = [
   produce,
@@ -114,6 +119,11 @@ export const HANDLERS: readonly ApiHandler[] = [
   writeShareGroupState,
   deleteShareGroupState,
   readShareGroupStateSummary,
+  shareGroupHeartbeat,
+  shareGroupDescribe,
+  describeShareGroupOffsets,
+  alterShareGroupOffsets,
+  deleteShareGroupOffsets,
 ];
 
 export function handlerTable(handlers: readonly ApiHandler[] = HANDLERS): Map<number, ApiHandler> {

@@ -2,6 +2,7 @@
  * In-memory services for handler tests: a real local metadata store and real
  * partition logs, both in a temp dir.
  */
+import type { Persister } from '../cluster/share/persister.js';
 import { startShares } from '../cluster/share/share-services.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,7 +21,7 @@ import { DEFAULT_LOG_CONFIG, type LogConfig } from '../storage/log-config.js';
 import { LogManager } from '../storage/log-manager.js';
 import type { Fs } from '../storage/fs.js';
 import { decode, encode } from '../wire/codec.js';
-import { NO_RESPONSE, groupCoordinatorConfig, shareGroupSettings, transactionCoordinatorConfig, type ApiHandler, type BrokerServices, type BrokerSettings, type RequestContext } from './handler.js';
+import { NO_RESPONSE, groupCoordinatorConfig, shareGroupSettings, shareStateTopicSettings, transactionCoordinatorConfig, type ApiHandler, type BrokerServices, type BrokerSettings, type RequestContext } from './handler.js';
 import { HANDLERS, advertisedVersions } from './registry.js';
 import { findCoordinator } from './find-coordinator.js';
 
@@ -49,6 +50,8 @@ export function testServices(
     groupTimer?: GroupTimer;
     /** The transaction coordinator's clock and timers; the system's (unref'd) when absent. */
     txnTimer?: GroupTimer;
+    /** What the group coordinator keeps share-partition state through; the broker's own share coordinator when absent. */
+    persister?: Persister;
     /** More log directories after `dir` (JBOD). */
     moreLogDirs?: readonly string[];
   } = {},
@@ -67,8 +70,10 @@ export function testServices(
   // Before the replica manager, so that a new topic's logs open with their config.
   const unfollow = opts.followTopicConfigs ? followTopicLogConfigs(store, logs, full.staticConfig ?? NO_STATIC_CONFIG, full.nodeId) : () => {};
   const replicas = new ReplicaManager(full.nodeId, store, logs, log).start();
+  const shares = startShares(full.nodeId, store, replicas, null, shareGroupSettings(full), log, { ...shareStateTopicSettings(full), replicationFactor: 1 });
   const groups = new GroupCoordinator(full.nodeId, store, replicaOffsetsStore(replicas), log, {
     config: groupCoordinatorConfig(full),
+    persister: opts.persister ?? shares.persister,
     ...(opts.groupTimer ? { timer: opts.groupTimer } : {}),
   }).start();
   replicas.onOffsetsTxnMarker = (partition, producerId, commit) => groups.completeTransaction(partition, producerId, commit);
@@ -81,7 +86,6 @@ export function testServices(
     log,
     { config: transactionCoordinatorConfig(full), ...(opts.txnTimer ? { timer: opts.txnTimer } : {}) },
   ).start();
-  const shares = startShares(full.nodeId, store, replicas, null, shareGroupSettings(full), log, { replicationFactor: 1 });
   return {
     settings: full,
     shares,

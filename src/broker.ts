@@ -25,7 +25,7 @@ import { BrokerChannel } from '../cluster/inter-broker/broker-channel.js';
 import { LogManager, type LogManagerOptions } from '../storage/log-manager.js';
 import { DataDirError, loadOrCreateIdentity, lockDataDir, type DirIdentity } from '../storage/data-dir.js';
 import { HANDLERS, advertisedVersions, handlerTable } from '../api/registry.js';
-import { groupCoordinatorConfig, shareGroupSettings, transactionCoordinatorConfig, type BrokerServices, type BrokerSettings } from '../api/handler.js';
+import { groupCoordinatorConfig, shareGroupSettings, shareStateTopicSettings, transactionCoordinatorConfig, type BrokerServices, type BrokerSettings } from '../api/handler.js';
 import { Connection, type Dispatch } from './connection.js';
 import { fetchBuffers } from '../wire/buffer-pool.js';
 import { CONFIG_DEFS, type BrokerConfig, type ListenerSpec } from './config.js';
@@ -224,12 +224,15 @@ export class Broker {
     onDirFailure = () => replicas.onLogDirFailure();
     logs.start();
     const settings: BrokerSettings = { ...config, staticConfig };
+    // Requests to the other brokers of a cluster (transaction markers, verifications, share state) go on the first listener, as followers' fetches do.
+    const channel = etcd ? new BrokerChannel(store, config.listeners[0]!.name) : null;
+    // Share groups: the share coordinator loads the partitions of __share_group_state it leads; the
+    // group coordinator initializes and summarizes share-partition state through its persister.
+    const shares = startShares(config.nodeId, store, replicas, channel, shareGroupSettings(settings), log, shareStateTopicSettings(settings));
     // After the replica manager: the coordinator loads its groups from the partition logs it opened.
-    const groups = new GroupCoordinator(config.nodeId, store, replicaOffsetsStore(replicas), log, { config: groupCoordinatorConfig(settings) }).start();
+    const groups = new GroupCoordinator(config.nodeId, store, replicaOffsetsStore(replicas), log, { config: groupCoordinatorConfig(settings), persister: shares.persister }).start();
     // A transaction marker in __consumer_offsets makes that producer's pending offsets visible, or drops them.
     replicas.onOffsetsTxnMarker = (partition, producerId, commit) => groups.completeTransaction(partition, producerId, commit);
-    // Requests to the other brokers of a cluster (transaction markers, verifications) go on the first listener, as followers' fetches do.
-    const channel = etcd ? new BrokerChannel(store, config.listeners[0]!.name) : null;
     const transactions = new TransactionCoordinator(
       config.nodeId,
       store,
@@ -239,8 +242,6 @@ export class Broker {
       log,
       { config: transactionCoordinatorConfig(settings) },
     ).start();
-    // Share groups: the share coordinator loads the partitions of __share_group_state it leads.
-    const shares = startShares(config.nodeId, store, replicas, channel, shareGroupSettings(settings), log);
     // Followers copy their leaders' partitions (only brokers of a cluster follow anyone).
     const fetchers = new ReplicaFetchers(config.nodeId, store, replicas, log, { listener: config.listeners[0]!.name }).start();
     const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, transactions, shares, fetchers, channel, unlock);

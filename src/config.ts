@@ -68,6 +68,14 @@ export const CONFIG_DEFS = {
   'group.consumer.assignors': { kind: 'list', default: 'uniform,range', doc: 'Server-side assignors of consumer-protocol groups (uniform, range); the first is the default.' },
   'group.consumer.assignment.interval.ms': { kind: 'int', default: '1000', doc: 'Least time between two target assignments of a consumer-protocol group; 0 assigns at every change.', min: 0 },
   'group.consumer.migration.policy': { kind: 'string', default: 'bidirectional', doc: 'Which online conversions of a group with members between the classic and the consumer protocol are allowed: disabled, upgrade (classic to consumer), downgrade (consumer to classic) or bidirectional (case-insensitive).' },
+  'group.share.session.timeout.ms': { kind: 'int', default: '45000', doc: 'A member of a share group (KIP-932) not heard from this long is removed from it.', min: 1 },
+  'group.share.heartbeat.interval.ms': { kind: 'int', default: '5000', doc: 'How often members of a share group are told to heartbeat.', min: 1 },
+  'group.share.max.size': { kind: 'int', default: '200', doc: 'Most members one share group takes; more get GROUP_MAX_SIZE_REACHED.', min: 1, max: 1000 },
+  'group.share.assignment.interval.ms': { kind: 'int', default: '1000', doc: 'Least time between two target assignments of a share group; 0 assigns at every change.', min: 0 },
+  'share.coordinator.state.topic.num.partitions': { kind: 'int', default: '50', doc: 'Partitions of __share_group_state, made when a share coordinator is first looked for.', min: 1 },
+  'share.coordinator.state.topic.replication.factor': { kind: 'int', default: '3', doc: 'Replication factor of __share_group_state, capped by the brokers alive when it is made.', min: 1, max: 32767 },
+  'share.coordinator.state.topic.min.isr': { kind: 'int', default: '2', doc: 'min.insync.replicas of __share_group_state.', min: 1, max: 32767 },
+  'share.coordinator.state.topic.segment.bytes': { kind: 'int', default: '104857600', doc: 'segment.bytes of __share_group_state.', min: 1 },
   'offsets.retention.minutes': { kind: 'int', default: '10080', doc: 'Committed offsets of a group expire this long after it became empty (or after the commit, for groups that only commit).', min: 1 },
   'offsets.retention.check.interval.ms': { kind: 'long', default: '600000', doc: 'How often expired offsets are looked for.', min: 1 },
   'offset.metadata.max.bytes': { kind: 'int', default: '4096', doc: 'Longest metadata an offset commit may carry.' },
@@ -135,6 +143,14 @@ export interface BrokerConfig {
   readonly groupConsumerAssignors: readonly ('uniform' | 'range')[];
   readonly groupConsumerAssignmentIntervalMs: number;
   readonly groupConsumerMigrationPolicy: 'disabled' | 'upgrade' | 'downgrade' | 'bidirectional';
+  readonly groupShareSessionTimeoutMs: number;
+  readonly groupShareHeartbeatIntervalMs: number;
+  readonly groupShareMaxSize: number;
+  readonly groupShareAssignmentIntervalMs: number;
+  readonly shareCoordinatorStateTopicNumPartitions: number;
+  readonly shareCoordinatorStateTopicReplicationFactor: number;
+  readonly shareCoordinatorStateTopicMinIsr: number;
+  readonly shareCoordinatorStateTopicSegmentBytes: number;
   readonly offsetsRetentionMinutes: number;
   readonly offsetsRetentionCheckIntervalMs: number;
   readonly offsetMetadataMaxBytes: number;
@@ -300,6 +316,14 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     groupConsumerAssignors: assignorList(get('group.consumer.assignors')!),
     groupConsumerAssignmentIntervalMs: int('group.consumer.assignment.interval.ms'),
     groupConsumerMigrationPolicy: migrationPolicy(get('group.consumer.migration.policy')!),
+    groupShareSessionTimeoutMs: int('group.share.session.timeout.ms'),
+    groupShareHeartbeatIntervalMs: int('group.share.heartbeat.interval.ms'),
+    groupShareMaxSize: int('group.share.max.size'),
+    groupShareAssignmentIntervalMs: int('group.share.assignment.interval.ms'),
+    shareCoordinatorStateTopicNumPartitions: int('share.coordinator.state.topic.num.partitions'),
+    shareCoordinatorStateTopicReplicationFactor: int('share.coordinator.state.topic.replication.factor'),
+    shareCoordinatorStateTopicMinIsr: int('share.coordinator.state.topic.min.isr'),
+    shareCoordinatorStateTopicSegmentBytes: int('share.coordinator.state.topic.segment.bytes'),
     offsetsRetentionMinutes: int('offsets.retention.minutes'),
     offsetsRetentionCheckIntervalMs: int('offsets.retention.check.interval.ms'),
     offsetMetadataMaxBytes: int('offset.metadata.max.bytes'),

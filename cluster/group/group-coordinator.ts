@@ -92,13 +92,15 @@ import {
   type Protocol,
   type SyncGroupResult,
 } from './group-classic.js';
+import { DEFAULT_SHARE_GROUPS_CONFIG, ShareGroups, type ShareGroupsConfig } from './share-groups.js';
+import type { Persister } from '../share/persister.js';
 
 export { type GroupState, type JoinGroupResult, type SyncGroupResult, type Protocol } from './group-classic.js';
 
 const EMPTY = Buffer.alloc(0);
 
 /** The coordinator's settings, by their Kafka config names in the comments. */
-export interface GroupCoordinatorConfig {
+export interface GroupCoordinatorConfig extends ShareGroupsConfig {
   /** group.initial.rebalance.delay.ms */
   readonly initialRebalanceDelayMs: number;
   /** group.min.session.timeout.ms */
@@ -151,6 +153,7 @@ export const DEFAULT_GROUP_COORDINATOR_CONFIG: GroupCoordinatorConfig = {
   consumerAssignors: ['uniform', 'range'],
   consumerAssignmentIntervalMs: 1000,
   consumerMigrationPolicy: 'bidirectional',
+  ...DEFAULT_SHARE_GROUPS_CONFIG,
 };
 
 export interface GroupCoordinatorLogger {
@@ -287,7 +290,7 @@ export interface ListedGroup {
 export interface DescribedGroup {
   errorCode: number;
   groupId: string;
-  /** Set when the id names a consumer group (KIP-848), which DescribeGroups does not describe. */
+  /** Set when the id names a consumer group (KIP-848) or a share group (KIP-932), which DescribeGroups does not describe. */
   consumerGroup?: boolean;
   groupState: string;
   protocolType: string;
@@ -692,16 +695,45 @@ export class GroupCoordinator {
   private stopped = false;
   /** Topic ids of the last image seen, to tell which topics a new one deleted. */
   private topicIds = new Map<string, string>();
+  /** The share groups (KIP-932) of the partitions loaded here; unavailable without a persister. */
+  readonly shares: ShareGroups;
 
   constructor(
     private readonly nodeId: number,
     private readonly metadata: MetadataStore,
     private readonly store: OffsetsTopicStore,
     private readonly log: GroupCoordinatorLogger,
-    opts: { config?: Partial<GroupCoordinatorConfig>; timer?: GroupTimer } = {},
+    opts: { config?: Partial<GroupCoordinatorConfig>; timer?: GroupTimer; persister?: Persister } = {},
   ) {
     this.config = { ...DEFAULT_GROUP_COORDINATOR_CONFIG, ...opts.config };
     this.timer = opts.timer ?? new SystemGroupTimer();
+    this.shares = new ShareGroups(
+      {
+        partitionOf: (groupId) => {
+          if (this.stopped) return { errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE };
+          const shard = this.shardOf(groupId);
+          return shard ? { partition: shard.partition } : { errorCode: ErrorCode.NOT_COORDINATOR };
+        },
+        otherGroupType: (groupId) => {
+          const shard = this.shardOf(groupId);
+          if (shard?.consumerGroups.has(groupId)) return 'consumer';
+          const classic = shard?.groups.get(groupId);
+          return classic && !classic.is('Dead') ? 'classic' : null;
+        },
+        append: (partition, records) => {
+          const shard = this.shards.get(partition);
+          if (!shard) return ErrorCode.NOT_COORDINATOR;
+          const error = this.append(shard, records);
+          return error === ErrorCode.NONE ? error : appendErrorToResponseError(error);
+        },
+        offsetCommitTimeoutMs: this.config.offsetCommitTimeoutMs,
+      },
+      metadata,
+      this.timer,
+      log,
+      this.config,
+      opts.persister,
+    );
   }
 
   /**
@@ -760,6 +792,8 @@ export class GroupCoordinator {
     }
     const shard = this.shardOf(p.groupId);
     if (!shard) return Promise.resolve(joinError(ErrorCode.NOT_COORDINATOR, p.memberId));
+    // A share group's id cannot be joined with the classic protocol.
+    if (this.shares.has(p.groupId)) return Promise.resolve(joinError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ''));
     const waiter = new Waiter<JoinGroupResult>();
     this.join(shard, p, waiter);
     return waiter.promise;
@@ -1322,6 +1356,7 @@ export class GroupCoordinator {
     if (this.stopped) return all(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     const shard = this.shardOf(p.groupId);
     if (!shard) return all(ErrorCode.NOT_COORDINATOR);
+    if (this.shares.has(p.groupId)) return all(ErrorCode.GROUP_ID_NOT_FOUND);
     const now = this.timer.now();
     const consumerGroup = shard.consumerGroups.get(p.groupId);
     if (consumerGroup) {
@@ -1712,6 +1747,11 @@ export class GroupCoordinator {
         out.push({ groupId: group.groupId, protocolType: 'consumer', groupState: group.state, groupType: 'consumer' });
       }
     }
+    for (const g of this.shares.listed()) {
+      if (states.size > 0 && !states.has(g.state.toLowerCase())) continue;
+      if (types.size > 0 && !types.has('share')) continue;
+      out.push({ groupId: g.groupId, protocolType: 'share', groupState: g.state, groupType: 'share' });
+    }
     return out;
   }
 
@@ -1722,7 +1762,7 @@ export class GroupCoordinator {
     const shard = this.shardOf(groupId);
     if (!shard) return described(ErrorCode.NOT_COORDINATOR);
     // A consumer group is no classic group: Dead, which DescribeGroups v6 answers GROUP_ID_NOT_FOUND.
-    if (shard.consumerGroups.has(groupId)) return { ...described(ErrorCode.NONE, 'Dead'), consumerGroup: true };
+    if (shard.consumerGroups.has(groupId) || this.shares.has(groupId)) return { ...described(ErrorCode.NONE, 'Dead'), consumerGroup: true };
     const group = shard.groups.get(groupId);
     if (!group || group.is('Dead')) return described(ErrorCode.NONE, 'Dead');
     const stable = group.is('Stable') && group.protocolName !== null;
@@ -1806,6 +1846,7 @@ export class GroupCoordinator {
     if (problem) return problem;
     const shard = this.shardOf(p.groupId);
     if (!shard) return heartbeatFailure(ErrorCode.NOT_COORDINATOR, null);
+    if (this.shares.has(p.groupId)) return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${p.groupId} is not a consumer group.`);
     if (p.memberEpoch === LEAVE_EPOCH || p.memberEpoch === STATIC_LEAVE_EPOCH) return this.consumerLeave(shard, p);
     const now = this.timer.now();
     const records: CoordinatorRecord[] = [];
@@ -2592,7 +2633,7 @@ export class GroupCoordinator {
     const group = shard.consumerGroups.get(groupId);
     if (!group) {
       const classic = shard.groups.get(groupId);
-      if (classic && !classic.is('Dead')) return failed(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} is not a consumer group.`);
+      if ((classic && !classic.is('Dead')) || this.shares.has(groupId)) return failed(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} is not a consumer group.`);
       return failed(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} not found.`);
     }
     const image = this.metadata.image();
@@ -2812,6 +2853,7 @@ export class GroupCoordinator {
    */
   private load(partition: number): void {
     const shard = new Shard(partition);
+    this.shares.beginLoad(partition);
     const now = this.timer.now();
     let records = 0;
     try {
@@ -2837,6 +2879,7 @@ export class GroupCoordinator {
       return;
     }
     this.shards.set(partition, shard);
+    const shareGroups = this.shares.finishLoad(partition);
     for (const group of shard.groups.values()) {
       for (const member of group.members.values()) this.rescheduleHeartbeat(shard, group, member);
       if (group.numMembers > this.config.maxSize) this.prepareRebalance(shard, group);
@@ -2853,13 +2896,23 @@ export class GroupCoordinator {
       const pending = [...shard.pendingEntries()].length;
       // groups counts both kinds; consumerGroups those of the consumer protocol (KIP-848).
       const consumerGroups = shard.consumerGroups.size;
-      this.log.info({ partition, records, groups: shard.groups.size + consumerGroups, consumerGroups, offsets, pending }, 'loaded group coordinator state');
+      this.log.info({ partition, records, groups: shard.groups.size + consumerGroups + shareGroups, consumerGroups, shareGroups, offsets, pending }, 'loaded group coordinator state');
     }
   }
 
   /** Applies one record read back at `recordOffset`; `producerId` is that of its transactional batch, else null. */
   private replay(shard: Shard, r: CoordinatorRecord, recordOffset: bigint, producerId: bigint | null, now: number): void {
+    if (r.kind === 'share') {
+      // A share group's records replace a group of another type under the same id, and the other way round.
+      if (r.value !== null) {
+        shard.groups.delete(r.groupId);
+        shard.consumerGroups.delete(r.groupId);
+      }
+      this.shares.replay(shard.partition, r);
+      return;
+    }
     if (r.kind === 'consumer') {
+      if (r.value !== null) this.shares.forget(shard.partition, r.groupId);
       this.replayConsumer(shard, r);
       return;
     }
@@ -2869,7 +2922,7 @@ export class GroupCoordinator {
         shard.removeOffset(groupId, topic, partition);
         return;
       }
-      if (!shard.groups.has(groupId) && !shard.consumerGroups.has(groupId)) shard.groups.set(groupId, new ClassicGroup(groupId, { state: 'Empty', now }));
+      if (!shard.groups.has(groupId) && !shard.consumerGroups.has(groupId) && !this.shares.has(groupId)) shard.groups.set(groupId, new ClassicGroup(groupId, { state: 'Empty', now }));
       const v = r.value;
       const entry: OffsetEntry = {
         offset: v.offset,
@@ -2889,6 +2942,7 @@ export class GroupCoordinator {
       return;
     }
     shard.consumerGroups.delete(groupId);
+    this.shares.forget(shard.partition, groupId);
     shard.groups.set(groupId, groupFromValue(groupId, r.value));
   }
 
@@ -2899,6 +2953,7 @@ export class GroupCoordinator {
    */
   private unload(partition: number): void {
     const shard = this.shards.get(partition);
+    this.shares.unload(partition);
     if (!shard) return;
     this.shards.delete(partition);
     for (const group of shard.groups.values()) {

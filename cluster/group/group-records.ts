@@ -7,8 +7,11 @@
  * 1 an offset commit, 2 a classic group's metadata, 3 and 5-8 the records of
  * a consumer group (KIP-848: its epoch, each member's metadata, the target
  * assignment's epoch and each member's part of it, each member's current
- * assignment); other types (share and streams groups, regular expressions)
- * are skipped. Its value is an int16 version
+ * assignment); 10-15 the records of a share group (KIP-932: each member's
+ * metadata, the group's epoch, the target assignment's epoch and each
+ * member's part of it, each member's current assignment, and which topics'
+ * share-partition state is initializing, initialized or being deleted);
+ * other types (streams groups, regular expressions) are skipped. Its value is an int16 version
  * followed by the value struct, or null: a tombstone, which deletes what the
  * key names. As Kafka 4.0 writes them: offset keys at version 1, group keys
  * at 2, group values at 3, offset values at 3, or at 1 when the commit
@@ -44,6 +47,24 @@ import type { ConsumerGroupMemberMetadataValue as ConsumerGroupMemberMetadataVal
 import type { ConsumerGroupTargetAssignmentMetadataValue as ConsumerGroupTargetAssignmentMetadataValueT } from '../../wire/messages/consumer-group-target-assignment-metadata-value.js';
 import type { ConsumerGroupTargetAssignmentMemberValue as ConsumerGroupTargetAssignmentMemberValueT } from '../../wire/messages/consumer-group-target-assignment-member-value.js';
 import type { ConsumerGroupCurrentMemberAssignmentValue as ConsumerGroupCurrentMemberAssignmentValueT } from '../../wire/messages/consumer-group-current-member-assignment-value.js';
+import { ShareGroupMemberMetadataKey } from '../../wire/messages/share-group-member-metadata-key.js';
+import { ShareGroupMemberMetadataValue } from '../../wire/messages/share-group-member-metadata-value.js';
+import { ShareGroupMetadataKey } from '../../wire/messages/share-group-metadata-key.js';
+import { ShareGroupMetadataValue } from '../../wire/messages/share-group-metadata-value.js';
+import { ShareGroupTargetAssignmentMetadataKey } from '../../wire/messages/share-group-target-assignment-metadata-key.js';
+import { ShareGroupTargetAssignmentMetadataValue } from '../../wire/messages/share-group-target-assignment-metadata-value.js';
+import { ShareGroupTargetAssignmentMemberKey } from '../../wire/messages/share-group-target-assignment-member-key.js';
+import { ShareGroupTargetAssignmentMemberValue } from '../../wire/messages/share-group-target-assignment-member-value.js';
+import { ShareGroupCurrentMemberAssignmentKey } from '../../wire/messages/share-group-current-member-assignment-key.js';
+import { ShareGroupCurrentMemberAssignmentValue } from '../../wire/messages/share-group-current-member-assignment-value.js';
+import { ShareGroupStatePartitionMetadataKey } from '../../wire/messages/share-group-state-partition-metadata-key.js';
+import { ShareGroupStatePartitionMetadataValue } from '../../wire/messages/share-group-state-partition-metadata-value.js';
+import type { ShareGroupMemberMetadataValue as ShareGroupMemberMetadataValueT } from '../../wire/messages/share-group-member-metadata-value.js';
+import type { ShareGroupMetadataValue as ShareGroupMetadataValueT } from '../../wire/messages/share-group-metadata-value.js';
+import type { ShareGroupTargetAssignmentMetadataValue as ShareGroupTargetAssignmentMetadataValueT } from '../../wire/messages/share-group-target-assignment-metadata-value.js';
+import type { ShareGroupTargetAssignmentMemberValue as ShareGroupTargetAssignmentMemberValueT } from '../../wire/messages/share-group-target-assignment-member-value.js';
+import type { ShareGroupCurrentMemberAssignmentValue as ShareGroupCurrentMemberAssignmentValueT } from '../../wire/messages/share-group-current-member-assignment-value.js';
+import type { ShareGroupStatePartitionMetadataValue as ShareGroupStatePartitionMetadataValueT } from '../../wire/messages/share-group-state-partition-metadata-value.js';
 
 export type { MemberMetadata };
 export type OffsetCommitKeyData = OffsetCommitKeyT;
@@ -87,10 +108,31 @@ const CONSUMER_RECORD_DECLS: Readonly<Record<3 | 4 | 5 | 6 | 7 | 8, { key: Messa
 };
 const CONSUMER_VALUE_VERSION = 0;
 
+/** The records of a share group (KIP-932), by record type. */
+export type ShareGroupRecord =
+  | { readonly kind: 'share'; readonly type: 10; readonly groupId: string; readonly memberId: string; readonly value: ShareGroupMemberMetadataValueT | null }
+  | { readonly kind: 'share'; readonly type: 11; readonly groupId: string; readonly value: ShareGroupMetadataValueT | null }
+  | { readonly kind: 'share'; readonly type: 12; readonly groupId: string; readonly value: ShareGroupTargetAssignmentMetadataValueT | null }
+  | { readonly kind: 'share'; readonly type: 13; readonly groupId: string; readonly memberId: string; readonly value: ShareGroupTargetAssignmentMemberValueT | null }
+  | { readonly kind: 'share'; readonly type: 14; readonly groupId: string; readonly memberId: string; readonly value: ShareGroupCurrentMemberAssignmentValueT | null }
+  | { readonly kind: 'share'; readonly type: 15; readonly groupId: string; readonly value: ShareGroupStatePartitionMetadataValueT | null };
+
+export type ShareGroupStatePartitionMetadataValueData = ShareGroupStatePartitionMetadataValueT;
+
+const SHARE_RECORD_DECLS: Readonly<Record<10 | 11 | 12 | 13 | 14 | 15, { key: MessageDecl; value: MessageDecl; member: boolean }>> = {
+  10: { key: ShareGroupMemberMetadataKey, value: ShareGroupMemberMetadataValue, member: true },
+  11: { key: ShareGroupMetadataKey, value: ShareGroupMetadataValue, member: false },
+  12: { key: ShareGroupTargetAssignmentMetadataKey, value: ShareGroupTargetAssignmentMetadataValue, member: false },
+  13: { key: ShareGroupTargetAssignmentMemberKey, value: ShareGroupTargetAssignmentMemberValue, member: true },
+  14: { key: ShareGroupCurrentMemberAssignmentKey, value: ShareGroupCurrentMemberAssignmentValue, member: true },
+  15: { key: ShareGroupStatePartitionMetadataKey, value: ShareGroupStatePartitionMetadataValue, member: false },
+};
+
 export type CoordinatorRecord =
   | { readonly kind: 'offset'; readonly key: OffsetCommitKeyT; readonly value: OffsetCommitValueT | null }
   | { readonly kind: 'group'; readonly key: GroupMetadataKeyT; readonly value: GroupMetadataValueT | null }
-  | ConsumerGroupRecord;
+  | ConsumerGroupRecord
+  | ShareGroupRecord;
 
 /** A record of a kind this coordinator does not keep (KIP-848, share groups), or one it cannot read. */
 export interface SkippedRecord {
@@ -115,8 +157,8 @@ function versioned(version: number, body: Buffer): Buffer {
 
 /** The key and value bytes of a record as they go into __consumer_offsets. */
 export function serializeRecord(r: CoordinatorRecord): { key: Buffer; value: Buffer | null } {
-  if (r.kind === 'consumer') {
-    const decls = CONSUMER_RECORD_DECLS[r.type];
+  if (r.kind === 'consumer' || r.kind === 'share') {
+    const decls = r.kind === 'consumer' ? CONSUMER_RECORD_DECLS[r.type] : SHARE_RECORD_DECLS[r.type];
     const keyFields = 'memberId' in r ? { groupId: r.groupId, memberId: r.memberId } : { groupId: r.groupId };
     const key = versioned(r.type, encode(decls.key, KEY_SCHEMA_VERSION, keyFields));
     return { key, value: r.value === null ? null : versioned(CONSUMER_VALUE_VERSION, encode(decls.value, CONSUMER_VALUE_VERSION, r.value)) };
@@ -165,6 +207,16 @@ export function deserializeRecord(key: Buffer | null, value: Buffer | null): Coo
     if (typeof v === 'string') return { kind: 'skipped', reason: v };
     const base = decls.member ? { groupId: k.value.groupId, memberId: k.value.memberId ?? '' } : { groupId: k.value.groupId };
     return { kind: 'consumer', type, ...base, value: v } as ConsumerGroupRecord;
+  }
+  if (keyVersion in SHARE_RECORD_DECLS) {
+    const type = keyVersion as 10 | 11 | 12 | 13 | 14 | 15;
+    const decls = SHARE_RECORD_DECLS[type];
+    const k = decode<{ groupId: string; memberId?: string }>(decls.key, KEY_SCHEMA_VERSION, key.subarray(2));
+    if (!k.ok) return { kind: 'skipped', reason: k.error };
+    const v = value === null ? null : decodeValue<object>(decls.value, value);
+    if (typeof v === 'string') return { kind: 'skipped', reason: v };
+    const base = decls.member ? { groupId: k.value.groupId, memberId: k.value.memberId ?? '' } : { groupId: k.value.groupId };
+    return { kind: 'share', type, ...base, value: v } as ShareGroupRecord;
   }
   return { kind: 'skipped', reason: `record type ${keyVersion} is not a group record gregor keeps` };
 }

@@ -9,6 +9,7 @@ import { GroupCoordinator, type ConsumerGroupHeartbeatParams, type ConsumerGroup
 import type { OffsetsTopicStore } from '../coordinator/state-log-store.js';
 import { GROUP_METADATA_TOPIC } from '../coordinator/partition-for.js';
 import { ManualGroupTimer } from '../coordinator/timer.js';
+import type { Persister } from '../share/persister.js';
 
 /** Partitions of __consumer_offsets, each a list of stored batches with offsets assigned. */
 export class MemoryOffsetsStore implements OffsetsTopicStore {
@@ -144,12 +145,12 @@ export interface Harness {
 
 export function harness(
   config: Partial<GroupCoordinatorConfig> = {},
-  opts: { store?: MemoryOffsetsStore; metadata?: OffsetsTopicMetadata; partitions?: number; log?: GroupCoordinatorLogger; now?: number } = {},
+  opts: { store?: MemoryOffsetsStore; metadata?: OffsetsTopicMetadata; partitions?: number; log?: GroupCoordinatorLogger; now?: number; persister?: Persister } = {},
 ): Harness {
   const store = opts.store ?? new MemoryOffsetsStore();
   const metadata = opts.metadata ?? new OffsetsTopicMetadata(opts.partitions ?? 4);
   const timer = new ManualGroupTimer(opts.now);
-  const coordinator = new GroupCoordinator(1, metadata, store, opts.log ?? silentLog, { config, timer }).start();
+  const coordinator = new GroupCoordinator(1, metadata, store, opts.log ?? silentLog, { config, timer, persister: opts.persister }).start();
   return {
     coordinator,
     timer,
@@ -158,7 +159,7 @@ export function harness(
     /** The clock goes on from where it was, as a restarted broker's would. */
     restart(log?: GroupCoordinatorLogger) {
       coordinator.shutdown();
-      return harness(config, { store, metadata, log, now: timer.now() });
+      return harness(config, { store, metadata, log, now: timer.now(), persister: opts.persister });
     },
   };
 }

@@ -24,7 +24,7 @@ export const FEATURES: readonly Feature[] = [
   { name: 'metadata.version', minSupported: METADATA_VERSION_LEVEL, maxSupported: METADATA_VERSION_LEVEL, level: METADATA_VERSION_LEVEL },
   { name: 'transaction.version', minSupported: 0, maxSupported: 2, level: 2 },
   { name: 'group.version', minSupported: 0, maxSupported: 1, level: 1 },
-  { name: 'share.version', minSupported: 0, maxSupported: 0, level: 0 },
+  { name: 'share.version', minSupported: 0, maxSupported: 2, level: 2 },
   { name: 'streams.version', minSupported: 0, maxSupported: 0, level: 0 },
   { name: 'eligible.leader.replicas.version', minSupported: 0, maxSupported: 0, level: 0 },
 ];

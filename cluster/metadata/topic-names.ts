@@ -1,9 +1,10 @@
 /** Kafka's rules for topic names, and its internal topics. */
 
 export const MAX_TOPIC_NAME_LENGTH = 249;
-export const INTERNAL_TOPICS: ReadonlySet<string> = new Set(['__consumer_offsets', '__transaction_state']);
-/** The share groups' state topic (KIP-932): gregor never creates it, but Kafka 4.4 counts its name as internal. */
+/** The share groups' state topic (KIP-932), made when a share coordinator is first looked for. */
 export const SHARE_GROUP_STATE_TOPIC = '__share_group_state';
+/** Kafka 4.4's internal topics (its Topic.INTERNAL_TOPICS). */
+export const INTERNAL_TOPICS: ReadonlySet<string> = new Set(['__consumer_offsets', '__transaction_state', SHARE_GROUP_STATE_TOPIC]);
 
 /**
  * Whether Kafka 4.4 calls a topic internal when it judges by the name alone, as
@@ -12,7 +13,7 @@ export const SHARE_GROUP_STATE_TOPIC = '__share_group_state';
  * isInternalTopicName('__share_group_state') -> true; isInternalTopicName('orders') -> false.
  */
 export function isInternalTopicName(name: string): boolean {
-  return INTERNAL_TOPICS.has(name) || name === SHARE_GROUP_STATE_TOPIC;
+  return INTERNAL_TOPICS.has(name);
 }
 
 const LEGAL = /^[a-zA-Z0-9._-]+$/;
