@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeBrokerConfigs, metadataBrokers, topicMetadata, waitForTopic } from '../lib/broker-requests.mjs';
-import { expect, runScenarios, ScenarioFailure } from '../lib/scenario.mjs';
+import { expect, runScenarios, ScenarioFailure, settle } from '../lib/scenario.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const LIB = path.join(HERE, 'target', 'lib');
@@ -29,6 +29,9 @@ const CONSOLE_CONSUMER = 'org.apache.kafka.tools.consumer.ConsoleConsumer';
 const GET_OFFSETS = 'org.apache.kafka.tools.GetOffsetShell';
 const LOG_DIRS = 'org.apache.kafka.tools.LogDirsCommand';
 const REASSIGN = 'org.apache.kafka.tools.reassign.ReassignPartitionsCommand';
+const CONFIG_COMMAND = 'org.apache.kafka.tools.ConfigCommand';
+const CONSOLE_SHARE_CONSUMER = 'org.apache.kafka.tools.consumer.ConsoleShareConsumer';
+const SHARE_GROUP_COMMAND = 'org.apache.kafka.tools.consumer.group.ShareGroupCommand';
 
 const PARTITIONS = 3;
 // Records produced before the consumer starts, while it holds the group (it then exits
@@ -123,7 +126,7 @@ process.on('exit', () => {
 });
 
 /** Starts a tool; `onLine(line)` sees each line of its stdout as it comes. */
-function startTool(cls, args, { input, onLine, timeoutMs = TOOL_TIMEOUT_MS, archive = false } = {}) {
+function startTool(cls, args, { input, onLine, timeoutMs = TOOL_TIMEOUT_MS, archive = false, termAfterMs } = {}) {
   const cds = cdsFor(cls, archive);
   const child = spawn('java', javaArgs(cls, args, cds.flags), { stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
@@ -147,13 +150,19 @@ function startTool(cls, args, { input, onLine, timeoutMs = TOOL_TIMEOUT_MS, arch
     timedOut = true;
     child.kill('SIGKILL');
   }, timeoutMs);
+  // A tool that never gives up by itself (the console share consumer) is asked to stop, so that
+  // it exits as after Ctrl-C, its shutdown hooks run and the JVM writes its archive.
+  const term = termAfterMs === undefined ? null : setTimeout(() => child.kill('SIGTERM'), termAfterMs);
+  term?.unref();
   const done = new Promise((resolve) => {
     child.once('error', (err) => {
       clearTimeout(timer);
+      clearTimeout(term);
       resolve({ code: null, stdout, stderr: `${stderr}${err.message}\n`, timedOut });
     });
     child.once('close', (code) => {
       clearTimeout(timer);
+      clearTimeout(term);
       cds.done(code);
       resolve({ code, stdout, stderr, timedOut });
     });
@@ -530,10 +539,13 @@ async function makeArchives() {
         '--command-property', 'group.protocol=consumer', '--command-property', 'default.api.timeout.ms=2000']],
       [LOG_DIRS, ['--bootstrap-server', nowhere, '--command-config', adminConfig, '--describe']],
       [REASSIGN, ['--bootstrap-server', nowhere, '--command-config', adminConfig, '--verify', '--reassignment-json-file', path.join(dir, 'none.json')]],
+      [CONFIG_COMMAND, ['--bootstrap-server', nowhere, '--command-config', adminConfig, '--entity-type', 'groups', '--entity-name', 'none', '--describe']],
+      [CONSOLE_SHARE_CONSUMER, ['--bootstrap-server', nowhere, '--topic', 'none', '--group', 'none', '--max-messages', '1'], 8_000],
+      [SHARE_GROUP_COMMAND, ['--bootstrap-server', nowhere, '--command-config', adminConfig, '--describe', '--group', 'none', '--timeout', '2000']],
     ];
-    for (const [cls, args] of runs) {
+    for (const [cls, args, termAfterMs] of runs) {
       const t0 = Date.now();
-      const result = await startTool(cls, args, { input: 'key:value\n', archive: true, timeoutMs: 60_000 }).done;
+      const result = await startTool(cls, args, { input: 'key:value\n', archive: true, timeoutMs: 60_000, termAfterMs }).done;
       const made = existsSync(path.join(CDS_DIR, `${cls}.jsa`));
       console.log(`kafka-tools: ${made ? 'archived' : 'could not archive'} ${cls} (${Date.now() - t0} ms${result.timedOut ? ', killed' : ''})`);
     }
@@ -615,13 +627,292 @@ async function scenarioLogDirs(bootstrap) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// share-group
+
+/** Runs a tool that must fail: a non-zero exit within its time. Returns its stdout and stderr. */
+async function toolFails(name, cls, args) {
+  const t0 = Date.now();
+  const result = await startTool(cls, args).done;
+  if (result.timedOut) throw new ScenarioFailure(`${name}: no exit within ${TOOL_TIMEOUT_MS} ms\n${shown(result)}`);
+  if (result.code === 0) throw new ScenarioFailure(`${name}: exit 0, expected it to fail\n${shown(result)}`);
+  log(`${name}: exit ${result.code}, as expected (${Date.now() - t0} ms)`);
+  return result;
+}
+
+/**
+ * kafka-share-groups --describe (offsets): { rows: [{ partition, start, lag }], text }, the rows
+ * of `topic`; `group` must be in each.
+ */
+async function describeShareOffsets(admin, group, topic) {
+  const result = await tool('kafka-share-groups --describe', SHARE_GROUP_COMMAND, [...admin, '--describe', '--group', group]);
+  const text = `${result.stdout}${result.stderr}`;
+  const rows = (table(result.stdout, 'GROUP') ?? []).filter((r) => r.TOPIC === topic).map((r) => {
+    expect(r.GROUP === group, `kafka-share-groups --describe: a row for group ${r.GROUP}, expected ${group}`);
+    return { partition: Number(r.PARTITION), start: Number(r['START-OFFSET']), lag: Number(r.LAG) };
+  }).sort((a, b) => a.partition - b.partition);
+  return { rows, text, stdout: result.stdout };
+}
+
+/**
+ * Describes the share group's offsets until every partition of `topic` has lag `lags[p]` and a
+ * start offset between `minStart[p]` and its end offset `ends[p]` (Kafka shows the start offset
+ * last written to __share_group_state, which trails what the acknowledgements completed).
+ */
+async function expectShareOffsets(admin, group, topic, { ends, lags, minStart }) {
+  const deadline = Date.now() + COMMIT_TIMEOUT_MS;
+  for (;;) {
+    const got = await describeShareOffsets(admin, group, topic);
+    const problems = [];
+    if (got.rows.length !== PARTITIONS) problems.push(`${got.rows.length} rows for ${topic}, expected ${PARTITIONS}`);
+    for (const r of got.rows) {
+      const p = r.partition;
+      if (r.lag !== lags[p]) problems.push(`partition ${p}: LAG ${r.lag}, expected ${lags[p]}`);
+      if (!(r.start >= minStart[p] && r.start <= ends[p])) problems.push(`partition ${p}: START-OFFSET ${r.start}, expected ${minStart[p]} to ${ends[p]}`);
+    }
+    if (problems.length === 0 || Date.now() > deadline) {
+      print(got.stdout);
+      expect(problems.length === 0, `kafka-share-groups --describe --group ${group}:\n    ${problems.join('\n    ')}`);
+      return got.rows;
+    }
+    await sleep(AUTO_COMMIT_MS);
+  }
+}
+
+/** kafka-share-groups --describe --state --verbose: { coordinator: {host, port, id}, state, groupEpoch, assignmentEpoch, members }. */
+async function describeShareState(admin, group) {
+  const { stdout, stderr } = await tool('kafka-share-groups --describe --state --verbose', SHARE_GROUP_COMMAND,
+    [...admin, '--describe', '--group', group, '--state', '--verbose']);
+  print(stdout);
+  const line = stdout.split('\n').find((l) => l.trim().startsWith(`${group} `));
+  const m = line && /^\S+\s+(\S+):(\d+)\s+\((-?\d+)\)\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/.exec(line.trim());
+  expect(m, `kafka-share-groups --describe --state --verbose printed no parsable line for ${group}:\n${indent(stdout)}`);
+  expect(table(stdout, 'GROUP') && /^GROUP\s+COORDINATOR \(ID\)\s+STATE\s+GROUP-EPOCH\s+ASSIGNMENT-EPOCH\s+#MEMBERS$/.test(stdout.split('\n').find((l) => l.startsWith('GROUP')).trim()),
+    `kafka-share-groups --describe --state --verbose: header ${stdout.split('\n').find((l) => l.startsWith('GROUP'))}`);
+  return {
+    coordinator: { host: m[1], port: Number(m[2]), id: Number(m[3]) },
+    state: m[4],
+    groupEpoch: Number(m[5]),
+    assignmentEpoch: Number(m[6]),
+    members: Number(m[7]),
+    stderr,
+  };
+}
+
+/** kafka-share-groups --list [--state]: { group: STATE or '' } for every share group. */
+async function listShareGroups(admin, withState) {
+  const { stdout } = await tool(`kafka-share-groups --list${withState ? ' --state' : ''}`, SHARE_GROUP_COMMAND,
+    [...admin, '--list', ...(withState ? ['--state'] : [])]);
+  if (withState) return Object.fromEntries((table(stdout, 'GROUP') ?? []).map((r) => [r.GROUP, r.STATE]));
+  return Object.fromEntries(stdout.split('\n').map((l) => l.trim()).filter(Boolean).map((g) => [g, '']));
+}
+
+/**
+ * The console share consumer's lines (Partition:P Offset:O Delivery:D key value): messages
+ * 0..total-1 each once, each with delivery count 1, every partition's offsets 0..n-1 each once.
+ * Returns { partition: n }.
+ */
+function checkShareRecords(lines, total) {
+  const seen = new Map();
+  const perPartition = new Map();
+  for (const line of lines) {
+    const m = /^Partition:(\d+)\tOffset:(\d+)\tDelivery:(\d+)\tkey-(\d+)\ttools-message-(\d+)$/.exec(line);
+    if (!m) throw new ScenarioFailure(`kafka-console-share-consumer printed "${line}", expected Partition:P<TAB>Offset:O<TAB>Delivery:D<TAB>key-i<TAB>tools-message-i`);
+    const [p, o, d, k, v] = m.slice(1).map(Number);
+    expect(k === v, `record ${line}: key and value of different messages`);
+    expect(d === 1, `record ${line}: delivery count ${d}, expected 1 (no record was released or timed out)`);
+    expect(!seen.has(v), `message ${v} delivered twice (${seen.get(v)} and ${p}@${o})`);
+    seen.set(v, `${p}@${o}`);
+    const offsets = perPartition.get(p) ?? new Set();
+    offsets.add(o);
+    perPartition.set(p, offsets);
+  }
+  for (let i = 0; i < total; i++) expect(seen.has(i), `message ${i} never delivered`);
+  expect(seen.size === total, `kafka-console-share-consumer printed ${seen.size} messages, expected ${total}`);
+  const ends = {};
+  for (let p = 0; p < PARTITIONS; p++) {
+    const offsets = [...(perPartition.get(p) ?? [])].sort((a, b) => a - b);
+    expect(offsets.every((o, i) => o === i), `partition ${p}: offsets delivered ${offsets.join(',')}, expected 0, 1, 2, ... each once`);
+    ends[p] = offsets.length;
+  }
+  return ends;
+}
+
+// share-group: kafka-configs sets share.auto.offset.reset=earliest on a share group (and refuses a
+// lock duration out of the broker's range); kafka-console-share-consumer then reads records
+// produced before it started; while it is a member, kafka-share-groups --list, --describe
+// (offsets, --members --verbose, --state --verbose) show it, and --reset-offsets and --delete
+// are refused; once it has read the rest and left: Empty, lag 0, then the lag of new records,
+// --reset-offsets --to-earliest, --delete-offsets and --delete. See README.md.
+async function scenarioShareGroup(bootstrap) {
+  const stamp = `${Date.now()}-${process.pid}`;
+  const topic = `compat-tools-share-${stamp}`;
+  const group = `compat-tools-share-${stamp}`;
+  const clientId = 'compat-tools-share-consumer';
+  const dir = mkdtempSync(path.join(tmpdir(), 'compat-tools-'));
+  let consumer;
+  try {
+    const adminConfig = path.join(dir, 'admin.properties');
+    writeFileSync(adminConfig, `request.timeout.ms=${ADMIN_TIMEOUT_MS - 5_000}\ndefault.api.timeout.ms=${ADMIN_TIMEOUT_MS}\n`);
+    const admin = ['--bootstrap-server', bootstrap, '--command-config', adminConfig];
+    const brokers = await metadataBrokers(hostPort(bootstrap), 5_000);
+    log(`${brokers.length} broker(s); topic ${topic}, share group ${group}`);
+
+    const created = await tool('kafka-topics --create', TOPIC_COMMAND, [...admin, '--create', '--topic', topic, '--partitions', String(PARTITIONS)]);
+    expect(created.stdout.includes(`Created topic ${topic}.`), `kafka-topics --create printed "${created.stdout.trim()}", expected "Created topic ${topic}."`);
+    await waitForTopic(bootstrap, topic, PARTITIONS);
+    await produce(bootstrap, topic, 0, FIRST);
+
+    // The group's own configs: the reset the console share consumer will start from; a lock
+    // duration below the broker's group.share.min.record.lock.duration.ms is refused.
+    const configs = [...admin, '--entity-type', 'groups', '--entity-name', group];
+    const altered = await tool('kafka-configs --alter', CONFIG_COMMAND, [...configs, '--alter', '--add-config', 'share.auto.offset.reset=earliest']);
+    expect(altered.stdout.includes(`Completed updating config for group ${group}.`),
+      `kafka-configs --alter printed "${altered.stdout.trim()}", expected "Completed updating config for group ${group}."`);
+    const refused = await toolFails('kafka-configs --alter share.record.lock.duration.ms=1000', CONFIG_COMMAND,
+      [...configs, '--alter', '--add-config', 'share.record.lock.duration.ms=1000']);
+    const why = 'org.apache.kafka.common.errors.InvalidConfigurationException: share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive.';
+    expect(refused.stderr.includes(why) || refused.stdout.includes(why), `kafka-configs did not say "${why}"\n${shown(refused)}`);
+    const described = await settle(async () => {
+      const r = await tool('kafka-configs --describe', CONFIG_COMMAND, [...configs, '--describe']);
+      const want = 'share.auto.offset.reset=earliest sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=earliest, DEFAULT_CONFIG:share.auto.offset.reset=latest}';
+      const lines = r.stdout.split('\n').map((l) => l.trim()).filter(Boolean);
+      expect(lines[0] === `Dynamic configs for group ${group} are:` && lines.length === 2 && lines[1] === want,
+        `kafka-configs --describe printed:\n${indent(r.stdout)}\nexpected "Dynamic configs for group ${group} are:" and "${want}" alone`);
+      return r.stdout;
+    });
+    print(described);
+
+    // The console share consumer: implicit acknowledgement; it must get the FIRST records that
+    // were there before the group existed, then SECOND more, and exit.
+    const records = [];
+    const consumerT0 = Date.now();
+    consumer = startTool(CONSOLE_SHARE_CONSUMER, [
+      '--bootstrap-server', bootstrap, '--topic', topic, '--group', group,
+      '--max-messages', String(FIRST + SECOND),
+      '--command-property', `client.id=${clientId}`,
+      '--formatter-property', 'print.partition=true', '--formatter-property', 'print.offset=true',
+      '--formatter-property', 'print.delivery=true', '--formatter-property', 'print.key=true',
+    ], { onLine: (line) => records.push(line), timeoutMs: SCENARIO_TIMEOUT_MS });
+    const deadline = Date.now() + JOIN_TIMEOUT_MS;
+    while (records.length < FIRST && consumer.child.exitCode === null) {
+      if (Date.now() > deadline) {
+        throw new ScenarioFailure(`kafka-console-share-consumer joining and reading: ${records.length} of ${FIRST} records within ${JOIN_TIMEOUT_MS} ms\n${shown(consumer.output())}`);
+      }
+      await sleep(50);
+    }
+    expect(consumer.child.exitCode === null, `kafka-console-share-consumer exited ${consumer.child.exitCode} after ${records.length} records\n${shown(consumer.output())}`);
+    const firstEnds = checkShareRecords(records, FIRST);
+    log(`kafka-console-share-consumer got the ${records.length} records produced before it started, each with delivery count 1, `
+      + `${Date.now() - consumerT0} ms after it started: ${JSON.stringify(firstEnds)} per partition`);
+
+    // While it is a member. Those that change something are refused, so all run side by side.
+    const zero = Object.fromEntries(Object.keys(firstEnds).map((p) => [p, 0]));
+    const [, membersOut, state, listed, states, resetRefused, deleteRefused] = await wave([
+      () => expectShareOffsets(admin, group, topic, { ends: firstEnds, lags: zero, minStart: zero }),
+      async () => {
+        const { stdout } = await tool('kafka-share-groups --describe --members --verbose', SHARE_GROUP_COMMAND,
+          [...admin, '--describe', '--group', group, '--members', '--verbose']);
+        print(stdout);
+        return stdout;
+      },
+      () => describeShareState(admin, group),
+      () => listShareGroups(admin, false),
+      () => listShareGroups(admin, true),
+      () => toolFails('kafka-share-groups --reset-offsets --to-earliest --execute (a member is there)', SHARE_GROUP_COMMAND,
+        [...admin, '--reset-offsets', '--to-earliest', '--execute', '--topic', topic, '--group', group]),
+      async () => {
+        const r = await tool('kafka-share-groups --delete (a member is there)', SHARE_GROUP_COMMAND, [...admin, '--delete', '--group', group]);
+        return r;
+      },
+    ]);
+    const members = table(membersOut, 'GROUP') ?? [];
+    expect(members.length === 1, `--members --verbose lists ${members.length} members, expected 1:\n${indent(membersOut)}`);
+    const m = members[0];
+    const header = membersOut.split('\n').find((l) => l.startsWith('GROUP')).trim();
+    expect(/^GROUP\s+CONSUMER-ID\s+HOST\s+CLIENT-ID\s+#PARTITIONS\s+MEMBER-EPOCH\s+ASSIGNMENT$/.test(header), `--members --verbose: header "${header}"`);
+    expect(m.GROUP === group && /^[A-Za-z0-9_-]{22}$/.test(m['CONSUMER-ID'] ?? '') && m.HOST === '/127.0.0.1' && m['CLIENT-ID'] === clientId
+      && m['#PARTITIONS'] === String(PARTITIONS) && Number(m['MEMBER-EPOCH']) > 0 && m.ASSIGNMENT === `${topic}:0,1,2`,
+    `--members --verbose: ${JSON.stringify(m)}, expected a member id, /127.0.0.1, ${clientId}, ${PARTITIONS} partitions, an epoch above 0, ${topic}:0,1,2`);
+    log(`member ${m['CONSUMER-ID']} at epoch ${m['MEMBER-EPOCH']} holds ${m.ASSIGNMENT}`);
+    const coordinator = brokers.find((b) => b.nodeId === state.coordinator.id);
+    expect(coordinator && coordinator.host === state.coordinator.host && coordinator.port === state.coordinator.port,
+      `--state: COORDINATOR ${state.coordinator.host}:${state.coordinator.port} (${state.coordinator.id}) is not one of the brokers`);
+    expect(state.state === 'Stable' && state.members === 1 && state.groupEpoch > 0 && state.assignmentEpoch === state.groupEpoch,
+      `--state --verbose: ${state.state}, ${state.members} members, group epoch ${state.groupEpoch}, assignment epoch ${state.assignmentEpoch}; expected Stable, 1, the same epoch above 0`);
+    log(`state: coordinator ${state.coordinator.id}, Stable, group epoch ${state.groupEpoch}, 1 member`);
+    expect(group in listed, `kafka-share-groups --list does not list ${group}`);
+    expect(states[group] === 'Stable', `kafka-share-groups --list --state shows ${group} as ${states[group]}, expected Stable`);
+    const notEmpty = `Share group '${group}' is not empty.`;
+    expect(`${resetRefused.stdout}${resetRefused.stderr}`.includes(notEmpty), `--reset-offsets with a member did not say "${notEmpty}"\n${shown(resetRefused)}`);
+    const notDeleted = `Group '${group}' could not be deleted due to: org.apache.kafka.common.errors.GroupNotEmptyException: Share group '${group}' is not EMPTY.`;
+    expect(`${deleteRefused.stdout}${deleteRefused.stderr}`.includes(notDeleted), `--delete with a member did not say "${notDeleted}"\n${shown(deleteRefused)}`);
+    log('with a member: listed Stable; --reset-offsets and --delete refused');
+
+    // The rest: SECOND more; the consumer reaches --max-messages, acknowledges and leaves.
+    await produce(bootstrap, topic, FIRST, FIRST + SECOND);
+    const finished = await Promise.race([consumer.done, sleep(FINISH_TIMEOUT_MS).then(() => null)]);
+    expect(finished, `kafka-console-share-consumer did not exit within ${FINISH_TIMEOUT_MS} ms of the last records (${records.length} read)\n${shown(consumer.output())}`);
+    expect(finished.code === 0, `kafka-console-share-consumer exited ${finished.code}\n${shown(finished)}`);
+    expect(finished.stderr.includes(`Processed a total of ${FIRST + SECOND} messages`),
+      `kafka-console-share-consumer did not say "Processed a total of ${FIRST + SECOND} messages"\n${shown(finished)}`);
+    const ends = checkShareRecords(records, FIRST + SECOND);
+    log(`kafka-console-share-consumer got all ${records.length} records, each once, and exited: ${JSON.stringify(ends)} per partition`);
+
+    const [stateAfter] = await wave([
+      () => describeShareState(admin, group),
+      () => expectShareOffsets(admin, group, topic, { ends, lags: zero, minStart: zero }),
+    ]);
+    expect(stateAfter.state === 'Empty' && stateAfter.members === 0, `--state after the consumer left: ${stateAfter.state}, ${stateAfter.members} members; expected Empty, 0`);
+    expect(stateAfter.stderr.includes(`Share group '${group}' has no active members.`),
+      `--describe --state did not say "Share group '${group}' has no active members."\n${indent(stateAfter.stderr)}`);
+
+    // THIRD more: the group's lag.
+    await produce(bootstrap, topic, FIRST + SECOND, FIRST + SECOND + THIRD);
+    const later = await endOffsets(bootstrap, topic, FIRST + SECOND + THIRD);
+    const lag = Object.fromEntries(Object.entries(later).map(([p, end]) => [p, end - ends[p]]));
+    await expectShareOffsets(admin, group, topic, { ends: later, lags: lag, minStart: zero });
+    log(`after ${THIRD} more: lag ${JSON.stringify(lag)}`);
+
+    // The group is empty: its start offsets go back to the beginning.
+    const reset = await tool('kafka-share-groups --reset-offsets --to-earliest --execute', SHARE_GROUP_COMMAND,
+      [...admin, '--reset-offsets', '--to-earliest', '--execute', '--topic', topic, '--group', group]);
+    print(reset.stdout);
+    const resetRows = (table(reset.stdout, 'GROUP') ?? []).filter((r) => r.TOPIC === topic);
+    expect(resetRows.length === PARTITIONS && resetRows.every((r) => r.GROUP === group && r['NEW-OFFSET'] === '0'),
+      `--reset-offsets --to-earliest printed:\n${indent(reset.stdout)}\nexpected GROUP TOPIC PARTITION NEW-OFFSET rows with 0 for the ${PARTITIONS} partitions`);
+    await expectShareOffsets(admin, group, topic, { ends: later, lags: later, minStart: zero });
+    log(`after --reset-offsets --to-earliest: start 0, lag ${JSON.stringify(later)}`);
+
+    const deleted = await tool('kafka-share-groups --delete-offsets', SHARE_GROUP_COMMAND, [...admin, '--delete-offsets', '--topic', topic, '--group', group]);
+    print(deleted.stdout);
+    const deletedRows = table(deleted.stdout, 'TOPIC') ?? [];
+    expect(deletedRows.length === 1 && deletedRows[0].TOPIC === topic && deletedRows[0].STATUS === 'Successful',
+      `--delete-offsets printed:\n${indent(deleted.stdout)}\nexpected TOPIC STATUS and "${topic} Successful"`);
+    const none = await describeShareOffsets(admin, group, topic);
+    expect(none.rows.length === 0 && none.text.includes(`Share group '${group}' has no offset information.`),
+      `--describe after --delete-offsets printed:\n${indent(none.text)}\nexpected "Share group '${group}' has no offset information."`);
+    log('--delete-offsets: the group has no offset information');
+
+    const gone = await tool('kafka-share-groups --delete', SHARE_GROUP_COMMAND, [...admin, '--delete', '--group', group]);
+    expect(gone.stdout.includes(`Deletion of requested share groups ('${group}') was successful.`),
+      `--delete printed:\n${indent(`${gone.stdout}${gone.stderr}`)}\nexpected "Deletion of requested share groups ('${group}') was successful."`);
+    const after = await listShareGroups(admin, false);
+    expect(!(group in after), `kafka-share-groups --list still lists ${group} after --delete`);
+    log('--delete: the group is gone from --list');
+  } finally {
+    consumer?.child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 if (process.argv[2] === '--archive') {
   await makeArchives();
 } else {
   runScenarios({
     label: 'kafka-tools',
     banner: `kafka-tools ${VERSION}`,
-    scenarios: { 'group-consumer': scenarioGroupConsumer, 'log-dirs': scenarioLogDirs },
+    scenarios: { 'group-consumer': scenarioGroupConsumer, 'log-dirs': scenarioLogDirs, 'share-group': scenarioShareGroup },
     timeoutMs: SCENARIO_TIMEOUT_MS,
   });
 }

@@ -26,6 +26,7 @@ public final class Main {
         SCENARIOS.put("idempotent", new IdempotentScenario());
         SCENARIOS.put("metadata", new MetadataScenario());
         SCENARIOS.put("roundtrip", new RoundtripScenario());
+        SCENARIOS.put("share-group", new ShareGroupScenario());
         SCENARIOS.put("txn", new TxnScenario());
         SCENARIOS.put("txn-cluster", new TxnClusterScenario());
     }
