@@ -798,6 +798,30 @@ async function groupConfigsScenario(bootstrap) {
     results.push(check('AlterConfigs v2 replacing every config', await legacy(group, [['share.isolation.level', 'read_committed']]), [0, null]));
     const committed = { 'share.isolation.level': 'read_committed' };
     results.push(check('DescribeConfigs v4 after it', await until(() => describeGroupConfigs(p, group), [0, '', expectedGroupConfigs(committed)]), [0, '', expectedGroupConfigs(committed)]));
+    // The group comes into being with a commit of its own, and is deleted: its configs stay.
+    const topic = `${group}-t`;
+    await createTopic(p, topic, 1);
+    await untilLeader(p, topic, 10_000);
+    const c = await coordinatorOf(p, group);
+    try {
+      const commit = async () =>
+        (
+          await c.request(8, 9, {
+            groupId: group,
+            generationIdOrMemberEpoch: -1,
+            memberId: '',
+            groupInstanceId: null,
+            retentionTimeMs: -1n,
+            topics: [{ name: topic, topicId: ZERO_UUID, partitions: [{ partitionIndex: 0, committedOffset: 0n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] }],
+          })
+        ).topics[0].partitions[0].errorCode;
+      results.push(check('OffsetCommit v9 of the group, alone', await until(commit, 0), 0));
+      results.push(check('DeleteGroups v2 of the group', (await c.request(42, 2, { groupsNames: [group] })).results[0].errorCode, 0));
+    } finally {
+      c.close();
+    }
+    results.push(check('DescribeConfigs v4 after the group\'s deletion', await describeGroupConfigs(p, group, ['share.isolation.level']), [0, '', expectedGroupConfigs(committed).filter(([n]) => n === 'share.isolation.level')]));
+    results.push(check('ListConfigResources v1 lists it still', await listed(), true));
     results.push(check('IncrementalAlterConfigs v1 DELETE of the last one', await incremental(group, [['share.isolation.level', DELETE, null]]), [0, null]));
     results.push(check('ListConfigResources v1 no longer lists the group', await until(listed, false), false));
   } finally {
