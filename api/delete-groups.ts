@@ -4,7 +4,8 @@
  * per group, which Kafka leaves null for these errors and so does gregor.
  *
  * Only an empty group is deleted (else NON_EMPTY_GROUP), with its committed
- * offsets; one this broker does not know is GROUP_ID_NOT_FOUND.
+ * offsets; one this broker does not know is GROUP_ID_NOT_FOUND. Its group
+ * configs (the GROUP config resource) stay, as Kafka 4.4 keeps them.
  */
 import { ErrorCode } from '../wire/errors.js';
 import { DeleteGroupsRequest } from '../wire/messages/delete-groups-request.js';

@@ -126,7 +126,14 @@ describe('the GROUP config resource', () => {
     expect(await alter(s, 'g', [['streams.num.warmup.replicas', SET, '4']])).toEqual(OK);
     const r = await describe_(s, 'g', null);
     expect(r.configs.map((c) => c.name)).toEqual(['streams.num.warmup.replicas', ...GROUP_CONFIG_DESCRIBE_ORDER]);
-    expect(r.configs[0]).toMatchObject({ value: '4', configSource: GROUP_CONFIG });
+    expect(r.configs[0]).toMatchObject({
+      value: '4',
+      configSource: GROUP_CONFIG,
+      synonyms: [
+        { name: 'streams.num.warmup.replicas', value: '4', source: GROUP_CONFIG },
+        { name: 'group.streams.num.warmup.replicas', value: '2', source: DEFAULT_CONFIG },
+      ],
+    });
   });
 
   it('refuses what Kafka 4.4 refuses, and changes nothing when it does or when only validating', async () => {

@@ -772,6 +772,7 @@ async function groupConfigsScenario(bootstrap) {
       return [r.responses[0].errorCode, r.responses[0].errorMessage];
     };
     const listed = async () => (await configResources(p, [RESOURCE_GROUP]))[1].some(([, name]) => name === group);
+    const internalOverride = ['streams.num.warmup.replicas', '4', 8, false, false, 3, [['streams.num.warmup.replicas', '4', 8], ['group.streams.num.warmup.replicas', '2', 5]]];
     const SET = 0;
     const DELETE = 1;
     const APPEND = 2;
@@ -785,6 +786,11 @@ async function groupConfigsScenario(bootstrap) {
     const own = { 'share.auto.offset.reset': 'earliest', 'share.record.lock.duration.ms': '15000' };
     results.push(check('DescribeConfigs v4 of the group with them', await until(() => describeGroupConfigs(p, group), [0, '', expectedGroupConfigs(own)]), [0, '', expectedGroupConfigs(own)]));
     results.push(check('ListConfigResources v1 lists the group', await until(listed, true), true));
+    // An internal config is described only when the group sets it, ahead of the rest.
+    results.push(check('IncrementalAlterConfigs v1 SET of an internal config', await incremental(group, [['streams.num.warmup.replicas', SET, '4']]), [0, null]));
+    results.push(check('DescribeConfigs v4 with it', await until(() => describeGroupConfigs(p, group), [0, '', [internalOverride, ...expectedGroupConfigs(own)]]), [0, '', [internalOverride, ...expectedGroupConfigs(own)]]));
+    results.push(check('IncrementalAlterConfigs v1 DELETE of it', await incremental(group, [['streams.num.warmup.replicas', DELETE, null]]), [0, null]));
+    results.push(check('DescribeConfigs v4 without it', (await until(() => describeGroupConfigs(p, group), [0, '', expectedGroupConfigs(own)]))[2].length, 21));
     const refusals = [
       ['APPEND', group, [['share.delivery.count.limit', APPEND, '1']], [ErrorCode.INVALID_CONFIG, "Can't APPEND to key share.delivery.count.limit because its type is not LIST."]],
       ['a value outside the broker\'s bounds', group, [['share.record.lock.duration.ms', SET, '1000']], [ErrorCode.INVALID_CONFIG, 'share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive.']],
