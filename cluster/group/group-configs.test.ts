@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../wire/errors.js';
 import {
+  brokerConfigLookup,
   checkGroupConfigs,
   describeGroupConfigs,
   effectiveGroupConfig,
@@ -195,5 +196,11 @@ describe('group configs', () => {
       shareDeliveryCountLimit: 6,
       streamsNumStandbyReplicas: 1,
     });
+  });
+
+  it('resolves with Kafka\'s defaults for whatever a plain lookup of broker values leaves out', () => {
+    const e = effectiveGroupConfig(new Map([['share.record.lock.duration.ms', '70000']]), brokerConfigLookup({ 'group.share.max.record.lock.duration.ms': 80000, 'group.streams.num.standby.replicas': 1 }));
+    expect(e).toMatchObject({ shareRecordLockDurationMs: 70000, shareDeliveryCountLimit: 5, streamsNumStandbyReplicas: 1, consumerSessionTimeoutMs: 45000 });
+    expect(effectiveGroupConfig(new Map([['share.record.lock.duration.ms', '70000']]), brokerConfigLookup({})).shareRecordLockDurationMs).toBe(60000);
   });
 });

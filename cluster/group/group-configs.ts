@@ -36,6 +36,24 @@ export interface BrokerConfigLookup {
   value(name: string): string | null;
 }
 
+/**
+ * A lookup over broker configs given by Kafka name, for callers that hold
+ * the broker's settings as values rather than a BrokerConfigs (unset names
+ * fall back to Kafka's defaults in effectiveGroupConfig and the checks).
+ *
+ * Example: effectiveGroupConfig(overrides, brokerConfigLookup({
+ * 'group.share.record.lock.duration.ms': 20000 })).shareRecordLockDurationMs
+ * -> 20000 for a group without its own.
+ */
+export function brokerConfigLookup(values: Readonly<Record<string, string | number | undefined>>): BrokerConfigLookup {
+  return {
+    value: (name) => {
+      const v = values[name];
+      return v === undefined ? null : String(v);
+    },
+  };
+}
+
 /** A broker config that bounds a group config: its name and the value Kafka uses when the broker has none (internal configs). */
 type Bound = readonly [brokerName: string, fallback: number];
 
