@@ -141,6 +141,7 @@ describe('the GROUP config resource', () => {
     expect(await alter(s, 'g', [['share.delivery.count.limit', SET, '3']])).toEqual(OK);
     const cases: [string, [string, number, string | null][], [number, string]][] = [
       ['g', [['share.nope', SET, '1']], [ErrorCode.INVALID_CONFIG, 'Unknown group config name: share.nope']],
+      ['g', [['__proto__', SET, '1']], [ErrorCode.INVALID_CONFIG, 'Unknown group config name: __proto__']],
       ['g', [['share.record.lock.duration.ms', SET, '1000']], [ErrorCode.INVALID_CONFIG, 'share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive.']],
       [
         'g',

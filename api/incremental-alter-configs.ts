@@ -85,7 +85,8 @@ export function applyOps(
   ops: readonly AlterableConfig[],
   rules: ListRules,
 ): { ok: true; configs: Record<string, string> } | { ok: false; outcome: ResourceOutcome } {
-  const next: Record<string, string> = { ...current };
+  // Without a prototype, so that a config named '__proto__' is a name like any other (and refused as unknown).
+  const next: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, current);
   for (const { name, configOperation, value } of ops) {
     switch (configOperation) {
       case OpType.SET:

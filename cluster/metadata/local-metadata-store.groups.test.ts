@@ -36,4 +36,13 @@ describe('LocalMetadataStore: group config overrides', () => {
     expect(reopened.image().groupConfigs.has('g')).toBe(false);
     expect(open(d).groupConfigOverrides('g').size).toBe(0);
   });
+
+  it('takes any group id, \'__proto__\' too', async () => {
+    const d = dir();
+    const store = open(d);
+    await store.alterGroupConfigs('__proto__', { 'share.isolation.level': 'read_committed' });
+    await store.alterGroupConfigs('constructor', { 'share.delivery.count.limit': '3' });
+    expect([...store.image().groupConfigs.keys()].sort()).toEqual(['__proto__', 'constructor']);
+    expect(open(d).groupConfigOverrides('__proto__').get('share.isolation.level')).toBe('read_committed');
+  });
 });

@@ -162,10 +162,11 @@ export class LocalMetadataStore implements MetadataStore {
   }
 
   async alterGroupConfigs(groupId: string, configs: Readonly<Record<string, string>>): Promise<void> {
-    const groupConfigs = { ...(this.stored.groupConfigs ?? {}) };
-    if (Object.keys(configs).length === 0) delete groupConfigs[groupId];
-    else groupConfigs[groupId] = { ...configs };
-    this.commit({ ...this.stored, groupConfigs });
+    // Through a Map: a group id may be any string, '__proto__' too.
+    const groupConfigs = new Map(Object.entries(this.stored.groupConfigs ?? {}));
+    if (Object.keys(configs).length === 0) groupConfigs.delete(groupId);
+    else groupConfigs.set(groupId, { ...configs });
+    this.commit({ ...this.stored, groupConfigs: Object.fromEntries(groupConfigs) });
   }
 
   async allocateProducerIdBlock(): Promise<{ firstProducerId: bigint; size: number }> {
