@@ -93,7 +93,9 @@ describe('AlterConfigs', () => {
       [4, '', [['log.segment.bytes', '1000']]],
       [8, '1', [['root', 'INFO']]],
       [99, '1', []],
-      [32, 'group', []],
+      [32, '', []],
+      [32, 'group', [['share.isolation.level', 'committed']]],
+      [16, 'metrics', []],
     ];
     const answers = [];
     // One request each: a resource named twice in one request is refused as such.
@@ -110,7 +112,9 @@ describe('AlterConfigs', () => {
       [4, '', ErrorCode.INVALID_REQUEST, 'Invalid value 1000 for configuration log.segment.bytes: Value must be at least 1048576'],
       [8, '1', ErrorCode.INVALID_REQUEST, 'Unknown resource type 8'],
       [99, '1', ErrorCode.INVALID_REQUEST, 'Unknown resource type 99'],
-      [32, 'group', ErrorCode.INVALID_REQUEST, 'gregor does not support config resources of type 32'],
+      [32, '', ErrorCode.INVALID_REQUEST, 'Default group resources are not allowed.'],
+      [32, 'group', ErrorCode.INVALID_CONFIG, 'Invalid value committed for configuration share.isolation.level: String must be one of: read_committed, read_uncommitted'],
+      [16, 'metrics', ErrorCode.INVALID_REQUEST, 'gregor does not support config resources of type 16'],
     ]);
     expect(await alter(s, request([[2, 'orders', [['nope.z', '1']]], [4, '1', [['message.max.bytes', 'x']]]]))).toEqual([
       [2, 'orders', ErrorCode.INVALID_CONFIG, 'Unknown topic config name: nope.z'],

@@ -13,8 +13,10 @@
  *   gregor cannot change at run time, and bad values, are INVALID_REQUEST
  *   (cluster/metadata/broker-configs.ts). Names Kafka does not know are stored, as
  *   Kafka stores them;
+ * - GROUP: the group's configs, as IncrementalAlterConfigs sets them
+ *   (api/group-config-resource.ts);
  * - BROKER_LOGGER is INVALID_REQUEST here (IncrementalAlterConfigs sets log
- *   levels), as is any type other than TOPIC and BROKER.
+ *   levels), as is any type other than TOPIC, BROKER and GROUP.
  * validate_only runs every check and changes nothing. A resource given twice
  * is refused (INVALID_REQUEST) in every copy; Kafka 4.0 fails such a request
  * as a whole.
@@ -37,6 +39,7 @@ import {
   writeTopicConfigs,
   type ResourceOutcome,
 } from './config-resources.js';
+import { groupOverrides, writeGroupConfigs } from './group-config-resource.js';
 import { defineHandler, type RequestContext } from './handler.js';
 
 async function alterOne(r: AlterConfigsResource, validateOnly: boolean, ctx: RequestContext): Promise<ResourceOutcome> {
@@ -54,6 +57,8 @@ async function alterOne(r: AlterConfigsResource, validateOnly: boolean, ctx: Req
       if (!broker.ok) return broker.outcome;
       return writeBrokerConfigs(ctx, broker.nodeId, configs, validateOnly);
     }
+    case ResourceType.GROUP:
+      return writeGroupConfigs(ctx, r.resourceName, groupOverrides(ctx, r.resourceName), configs, validateOnly);
     default:
       return unsupportedResourceType(r.resourceType);
   }

@@ -106,11 +106,11 @@ export function resourceKey(r: { resourceType: number; resourceName: string }): 
 /**
  * The answer for a resource type the alter APIs do not take: Kafka's
  * "unknown" for types it does not know (and BROKER_LOGGER in AlterConfigs),
- * and a plain refusal for Kafka's group and client-metrics configs, which
- * gregor does not have.
+ * and a plain refusal for Kafka's client-metrics configs, which gregor does
+ * not have.
  */
 export function unsupportedResourceType(type: number): ResourceOutcome {
-  if (type === ResourceType.GROUP || type === ResourceType.CLIENT_METRICS) {
+  if (type === ResourceType.CLIENT_METRICS) {
     return fail(ErrorCode.INVALID_REQUEST, `gregor does not support config resources of type ${type}`);
   }
   return fail(ErrorCode.INVALID_REQUEST, `Unknown resource type ${type}`);

@@ -6,7 +6,8 @@
  * Only an empty group is deleted (else NON_EMPTY_GROUP), with its committed
  * offsets; one this broker does not know is GROUP_ID_NOT_FOUND. A share
  * group's share-partition state is deleted through the persister before its
- * records get their tombstones, as Kafka does.
+ * records get their tombstones, as Kafka does. Its group configs (the GROUP
+ * config resource) stay, as Kafka 4.4 keeps them.
  */
 import { ErrorCode } from '../wire/errors.js';
 import { DeleteGroupsRequest } from '../wire/messages/delete-groups-request.js';

@@ -157,7 +157,8 @@ describe('DescribeConfigs', () => {
       [8, '', null],
       [8, 'x', null],
       [8, '2', null],
-      [32, 'group', null],
+      [32, '', null],
+      [16, 'metrics', null],
     ]));
     expect(errorsOf(res)).toEqual([
       [2, 'nope', ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, '', 0],
@@ -168,7 +169,8 @@ describe('DescribeConfigs', () => {
       [8, '', ErrorCode.INVALID_REQUEST, 'Broker id must not be empty', 0],
       [8, 'x', ErrorCode.INVALID_REQUEST, 'Broker id must be an integer, but it is: x', 0],
       [8, '2', ErrorCode.INVALID_REQUEST, 'Unexpected broker id, expected 1 but received 2', 0],
-      [32, 'group', ErrorCode.INVALID_REQUEST, 'gregor does not support config resources of type 32', 0],
+      [32, '', ErrorCode.INVALID_REQUEST, 'Group name must not be empty', 0],
+      [16, 'metrics', ErrorCode.INVALID_REQUEST, 'gregor does not support config resources of type 16', 0],
     ]);
   });
 

@@ -17,8 +17,10 @@
  *   or a name that is not a number is INVALID_REQUEST.
  * - BROKER_LOGGER named by this broker's id: the root logger and its level
  *   (gregor has no other logger).
- * - GROUP and CLIENT_METRICS (Kafka's KIP-848 group configs and client
- *   metrics subscriptions) are not supported: INVALID_REQUEST.
+ * - GROUP: a group's configs (api/group-config-resource.ts), whether or not
+ *   the group exists; "" is INVALID_REQUEST.
+ * - CLIENT_METRICS (client metrics subscriptions) is not supported:
+ *   INVALID_REQUEST.
  * A resource type Kafka does not know fails the whole request with
  * INVALID_REQUEST. configuration_keys null or empty means every config;
  * unknown names are left out. Results come in request order; a successful
@@ -37,6 +39,7 @@ import { ConfigSource, type ConfigEntry, type DescribeOptions } from '../cluster
 import { CONFIG_TYPE_IDS } from '../storage/topic-config.js';
 import { brokerConfigs, parseBrokerId, ResourceType, ROOT_LOGGER, rootLogLevel } from './config-resources.js';
 import { invalidTopicNameMessage } from './create-topics.js';
+import { describeGroup } from './group-config-resource.js';
 import { defineHandler, type RequestContext } from './handler.js';
 
 const KNOWN_TYPES: ReadonlySet<number> = new Set(Object.values(ResourceType));
@@ -97,6 +100,9 @@ function describeOne(r: DescribeConfigsResource, opts: DescribeOptions, ctx: Req
         },
       ]);
     }
+    case ResourceType.GROUP:
+      if (r.resourceName === '') return result(r, ErrorCode.INVALID_REQUEST, 'Group name must not be empty');
+      return ok(describeGroup(ctx, r.resourceName, opts));
     default:
       return result(r, ErrorCode.INVALID_REQUEST, `gregor does not support config resources of type ${r.resourceType}`);
   }

@@ -10,7 +10,9 @@ import type { ShareGroupSettings, ShareManager } from '../cluster/share/share-ma
 import type { Logger } from 'pino';
 import type { MessageDecl } from '../wire/schema.js';
 import type { StaticBrokerConfig } from '../cluster/metadata/broker-configs.js';
-import type { MetadataStore } from '../cluster/metadata/metadata-image.js';
+import type { MetadataImage, MetadataStore } from '../cluster/metadata/metadata-image.js';
+import { BrokerConfigs, NO_STATIC_CONFIG } from '../cluster/metadata/broker-configs.js';
+import { effectiveGroupConfig } from '../cluster/group/group-configs.js';
 import type { ReplicaManager } from '../cluster/replication/replica-manager.js';
 import type { GroupCoordinator, GroupCoordinatorConfig } from '../cluster/group/group-coordinator.js';
 import type { TransactionCoordinator, TransactionCoordinatorConfig } from '../cluster/txn/txn-coordinator.js';
@@ -108,9 +110,31 @@ export const SHARE_GROUP_DEFAULTS: ShareGroupSettings = {
   isolationLevel: 'read_uncommitted',
 };
 
-/** What a share group's partitions follow: its group configs over the broker's defaults. */
-export function shareGroupSettings(_settings: BrokerSettings): (groupId: string) => ShareGroupSettings {
-  return () => SHARE_GROUP_DEFAULTS;
+/**
+ * What a share group's partitions follow: its group configs (the GROUP
+ * config resource) over the broker's group.share.* settings over Kafka's
+ * defaults, read at the current image.
+ */
+export function shareGroupSettings(settings: BrokerSettings, metadata: MetadataStore): (groupId: string) => ShareGroupSettings {
+  let image: MetadataImage | null = null;
+  let view: BrokerConfigs | null = null;
+  return (groupId) => {
+    const now = metadata.image();
+    if (now !== image || view === null) {
+      image = now;
+      view = BrokerConfigs.of(now, settings.staticConfig ?? NO_STATIC_CONFIG, settings.nodeId);
+    }
+    const overrides = metadata.groupConfigOverrides(groupId);
+    const g = effectiveGroupConfig(overrides, view);
+    const locks = Number((overrides.get('share.partition.max.record.locks') ?? view.value('group.share.partition.max.record.locks') ?? '').trim());
+    return {
+      lockDurationMs: g.shareRecordLockDurationMs,
+      deliveryCountLimit: g.shareDeliveryCountLimit,
+      maxInFlightRecords: Number.isInteger(locks) && locks > 0 ? locks : SHARE_GROUP_DEFAULTS.maxInFlightRecords,
+      autoOffsetReset: g.shareAutoOffsetReset,
+      isolationLevel: g.shareIsolationLevel,
+    };
+  };
 }
 
 /** How __share_group_state is created, from the share.coordinator.state.topic.* settings given. */

@@ -18,8 +18,10 @@
  *   ERROR, FATAL, INFO, TRACE, WARN), which takes effect at once and lasts
  *   until restart; DELETE of root, APPEND and SUBTRACT are INVALID_REQUEST;
  *   any other logger name INVALID_CONFIG (gregor has one logger);
- * - GROUP and CLIENT_METRICS are not supported, other types unknown:
- *   INVALID_REQUEST.
+ * - GROUP: SET and DELETE of a group's configs (api/group-config-resource.ts);
+ *   APPEND or SUBTRACT is INVALID_CONFIG ("Can't APPEND to key ..."), as no
+ *   group config is a list to Kafka's controller;
+ * - CLIENT_METRICS is not supported, other types unknown: INVALID_REQUEST.
  * validate_only runs every check and changes nothing. A resource given twice
  * is refused (INVALID_REQUEST) in every copy.
  */
@@ -51,6 +53,7 @@ import {
   writeTopicConfigs,
   type ResourceOutcome,
 } from './config-resources.js';
+import { groupOverrides, writeGroupConfigs } from './group-config-resource.js';
 import { defineHandler, type RequestContext } from './handler.js';
 
 export const OpType = { SET: 0, DELETE: 1, APPEND: 2, SUBTRACT: 3 } as const;
@@ -82,7 +85,8 @@ export function applyOps(
   ops: readonly AlterableConfig[],
   rules: ListRules,
 ): { ok: true; configs: Record<string, string> } | { ok: false; outcome: ResourceOutcome } {
-  const next: Record<string, string> = { ...current };
+  // Without a prototype, so that a config named '__proto__' is a name like any other (and refused as unknown).
+  const next: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, current);
   for (const { name, configOperation, value } of ops) {
     switch (configOperation) {
       case OpType.SET:
@@ -164,6 +168,16 @@ async function alterOne(r: AlterConfigsResource, validateOnly: boolean, ctx: Req
     }
     case ResourceType.BROKER_LOGGER:
       return alterLogger(r, validateOnly, ctx);
+    case ResourceType.GROUP: {
+      const current = groupOverrides(ctx, r.resourceName);
+      const applied = applyOps(current, r.configs, {
+        isList: () => false,
+        base: () => '',
+        notAList: (op, name) => `Can't ${op} to key ${name} because its type is not LIST.`,
+      });
+      if (!applied.ok) return applied.outcome;
+      return writeGroupConfigs(ctx, r.resourceName, current, applied.configs, validateOnly);
+    }
     default:
       return unsupportedResourceType(r.resourceType);
   }

@@ -43,9 +43,19 @@ describe('ListConfigResources', () => {
     expect(await list(s, [BROKER_LOGGER])).toEqual({ errorCode: ErrorCode.NONE, listed: [[BROKER_LOGGER, '1']] });
   });
 
-  it('v1 lists nothing for CLIENT_METRICS and GROUP: gregor has no client-metrics subscriptions and no group configs', async () => {
+  it('v1 lists nothing for CLIENT_METRICS: gregor has no client-metrics subscriptions', async () => {
     const s = await services(['orders']);
-    expect(await list(s, [CLIENT_METRICS, GROUP])).toEqual({ errorCode: ErrorCode.NONE, listed: [] });
+    expect(await list(s, [CLIENT_METRICS])).toEqual({ errorCode: ErrorCode.NONE, listed: [] });
+  });
+
+  it('v1 lists every group that has configs for GROUP, existing or not, first in Kafka\'s order; a group whose configs are all deleted is gone', async () => {
+    const s = await services(['orders']);
+    expect(await list(s, [GROUP])).toEqual({ errorCode: ErrorCode.NONE, listed: [] });
+    await s.metadata.alterGroupConfigs('shares', { 'share.auto.offset.reset': 'earliest' });
+    await s.metadata.alterGroupConfigs('a-group', { 'consumer.session.timeout.ms': '50000' });
+    await s.metadata.alterGroupConfigs('gone', { 'consumer.session.timeout.ms': '50000' });
+    await s.metadata.alterGroupConfigs('gone', {});
+    expect(await list(s, [TOPIC, GROUP])).toEqual({ errorCode: ErrorCode.NONE, listed: [[GROUP, 'a-group'], [GROUP, 'shares'], [TOPIC, 'orders']] });
   });
 
   it('v1 lists type by type in Kafka\'s order whatever the request\'s, each type once; no type means every type', async () => {

@@ -13,9 +13,10 @@
  *   loggers are every registered broker reachable on the client's listener, by
  *   node id; topics are every topic, internal ones too (in name order here; Kafka
  *   gives no order).
- * - gregor has no client-metrics subscriptions and no group configs (Kafka lists
- *   the groups that have configs), so CLIENT_METRICS and GROUP list nothing, and
- *   v0 always answers an empty list.
+ * - GROUP lists every group that has configs (whether or not the group
+ *   exists), by id (sorted here; Kafka gives no order). gregor has no
+ *   client-metrics subscriptions, so CLIENT_METRICS lists nothing, and v0
+ *   always answers an empty list.
  * - No authorizer: Kafka's cluster DESCRIBE_CONFIGS check always passes.
  */
 import { ListConfigResourcesRequest } from '../wire/messages/list-config-resources-request.js';
@@ -53,7 +54,8 @@ export const listConfigResources = defineHandler<ListConfigResourcesRequest, Lis
     const add = (resourceType: number, names: Iterable<string>): void => {
       for (const resourceName of names) listed.push({ resourceName, resourceType });
     };
-    // GROUP and CLIENT_METRICS come first in Kafka's order; gregor has none of either.
+    if (asked.has(ResourceType.GROUP)) add(ResourceType.GROUP, [...image.groupConfigs.keys()].sort());
+    // CLIENT_METRICS would come next in Kafka's order; gregor has none.
     if (asked.has(ResourceType.BROKER_LOGGER)) add(ResourceType.BROKER_LOGGER, brokerIds);
     if (asked.has(ResourceType.BROKER)) add(ResourceType.BROKER, brokerIds);
     if (asked.has(ResourceType.TOPIC)) add(ResourceType.TOPIC, [...image.topics.keys()].sort());

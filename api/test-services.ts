@@ -70,7 +70,7 @@ export function testServices(
   // Before the replica manager, so that a new topic's logs open with their config.
   const unfollow = opts.followTopicConfigs ? followTopicLogConfigs(store, logs, full.staticConfig ?? NO_STATIC_CONFIG, full.nodeId) : () => {};
   const replicas = new ReplicaManager(full.nodeId, store, logs, log).start();
-  const shares = startShares(full.nodeId, store, replicas, null, shareGroupSettings(full), log, { ...shareStateTopicSettings(full), replicationFactor: 1 });
+  const shares = startShares(full.nodeId, store, replicas, null, shareGroupSettings(full, store), log, { ...shareStateTopicSettings(full), replicationFactor: 1 });
   const groups = new GroupCoordinator(full.nodeId, store, replicaOffsetsStore(replicas), log, {
     config: groupCoordinatorConfig(full),
     persister: opts.persister ?? shares.persister,

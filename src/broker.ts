@@ -228,7 +228,7 @@ export class Broker {
     const channel = etcd ? new BrokerChannel(store, config.listeners[0]!.name) : null;
     // Share groups: the share coordinator loads the partitions of __share_group_state it leads; the
     // group coordinator initializes and summarizes share-partition state through its persister.
-    const shares = startShares(config.nodeId, store, replicas, channel, shareGroupSettings(settings), log, shareStateTopicSettings(settings));
+    const shares = startShares(config.nodeId, store, replicas, channel, shareGroupSettings(settings, store), log, shareStateTopicSettings(settings));
     // After the replica manager: the coordinator loads its groups from the partition logs it opened.
     const groups = new GroupCoordinator(config.nodeId, store, replicaOffsetsStore(replicas), log, { config: groupCoordinatorConfig(settings), persister: shares.persister }).start();
     // A transaction marker in __consumer_offsets makes that producer's pending offsets visible, or drops them.

@@ -241,6 +241,21 @@ describe('node id', () => {
     expect(() => resolveConfig(sources)).toThrow(/node.id=3 and broker.id=5 differ/);
   });
 
+  it('takes the group settings that bound group configs only when they fit together, as Kafka does at start', () => {
+    expect(() => resolveConfig([flags({ 'group.share.record.lock.duration.ms': '70000' })])).toThrow(
+      'group.share.record.lock.duration.ms must be less than or equal to group.share.max.record.lock.duration.ms',
+    );
+    expect(() => resolveConfig([flags({ 'group.consumer.max.session.timeout.ms': '40000' })])).toThrow(
+      'group.consumer.max.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms',
+    );
+    expect(() => resolveConfig([flags({ 'group.streams.heartbeat.interval.ms': '15000', 'group.streams.session.timeout.ms': '15000', 'group.streams.min.session.timeout.ms': '1000' })])).toThrow(
+      'group.streams.heartbeat.interval.ms must be less than group.streams.session.timeout.ms',
+    );
+    expect(() => resolveConfig([flags({ 'group.share.delivery.count.limit': '11' })])).toThrow(/must be at most 10/);
+    const config = resolveConfig([flags({ 'group.share.record.lock.duration.ms': '70000', 'group.share.max.record.lock.duration.ms': '120000' })]);
+    expect(config.raw.get('group.share.record.lock.duration.ms')).toBe('70000');
+  });
+
   it('refuses timeouts a timer cannot hold', () => {
     for (const key of ['connections.max.idle.ms', 'shutdown.timeout.ms']) {
       expect(() => resolveConfig([flags({ [key]: '5000000000' })])).toThrow(/at most 2147483647/);

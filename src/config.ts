@@ -68,10 +68,46 @@ export const CONFIG_DEFS = {
   'group.consumer.assignors': { kind: 'list', default: 'uniform,range', doc: 'Server-side assignors of consumer-protocol groups (uniform, range); the first is the default.' },
   'group.consumer.assignment.interval.ms': { kind: 'int', default: '1000', doc: 'Least time between two target assignments of a consumer-protocol group; 0 assigns at every change.', min: 0 },
   'group.consumer.migration.policy': { kind: 'string', default: 'bidirectional', doc: 'Which online conversions of a group with members between the classic and the consumer protocol are allowed: disabled, upgrade (classic to consumer), downgrade (consumer to classic) or bidirectional (case-insensitive).' },
-  'group.share.session.timeout.ms': { kind: 'int', default: '45000', doc: 'A member of a share group (KIP-932) not heard from this long is removed from it.', min: 1 },
-  'group.share.heartbeat.interval.ms': { kind: 'int', default: '5000', doc: 'How often members of a share group are told to heartbeat.', min: 1 },
+  'group.consumer.min.session.timeout.ms': { kind: 'int', default: '45000', doc: 'Smallest consumer.session.timeout.ms a group may set for itself.', min: 1 },
+  'group.consumer.max.session.timeout.ms': { kind: 'int', default: '60000', doc: 'Largest consumer.session.timeout.ms a group may set for itself.', min: 1 },
+  'group.consumer.min.heartbeat.interval.ms': { kind: 'int', default: '5000', doc: 'Smallest consumer.heartbeat.interval.ms a group may set for itself.', min: 1 },
+  'group.consumer.max.heartbeat.interval.ms': { kind: 'int', default: '15000', doc: 'Largest consumer.heartbeat.interval.ms a group may set for itself.', min: 1 },
+  'group.consumer.min.assignment.interval.ms': { kind: 'int', default: '0', doc: 'Smallest consumer.assignment.interval.ms a group may set for itself.', min: 0 },
+  'group.consumer.max.assignment.interval.ms': { kind: 'int', default: '15000', doc: 'Largest consumer.assignment.interval.ms a group may set for itself.', min: 0 },
+  'group.share.session.timeout.ms': { kind: 'int', default: '45000', doc: 'A member of a share group (KIP-932) not heard from this long is removed from it; a group may set its own share.session.timeout.ms.', min: 1 },
+  'group.share.min.session.timeout.ms': { kind: 'int', default: '45000', doc: 'Smallest share.session.timeout.ms a group may set for itself.', min: 1 },
+  'group.share.max.session.timeout.ms': { kind: 'int', default: '60000', doc: 'Largest share.session.timeout.ms a group may set for itself.', min: 1 },
+  'group.share.heartbeat.interval.ms': { kind: 'int', default: '5000', doc: 'How often members of a share group are told to heartbeat; a group may set its own share.heartbeat.interval.ms.', min: 1 },
+  'group.share.min.heartbeat.interval.ms': { kind: 'int', default: '5000', doc: 'Smallest share.heartbeat.interval.ms a group may set for itself.', min: 1 },
+  'group.share.max.heartbeat.interval.ms': { kind: 'int', default: '15000', doc: 'Largest share.heartbeat.interval.ms a group may set for itself.', min: 1 },
   'group.share.max.size': { kind: 'int', default: '200', doc: 'Most members one share group takes; more get GROUP_MAX_SIZE_REACHED.', min: 1, max: 1000 },
-  'group.share.assignment.interval.ms': { kind: 'int', default: '1000', doc: 'Least time between two target assignments of a share group; 0 assigns at every change.', min: 0 },
+  'group.share.assignment.interval.ms': { kind: 'int', default: '1000', doc: 'Least time between two target assignments of a share group; a group may set its own share.assignment.interval.ms.', min: 0 },
+  'group.share.min.assignment.interval.ms': { kind: 'int', default: '0', doc: 'Smallest share.assignment.interval.ms a group may set for itself.', min: 0 },
+  'group.share.max.assignment.interval.ms': { kind: 'int', default: '15000', doc: 'Largest share.assignment.interval.ms a group may set for itself.', min: 0 },
+  'group.share.record.lock.duration.ms': { kind: 'int', default: '30000', doc: 'How long a record delivered to a share group member stays locked to it before it may be delivered again; a group may set its own share.record.lock.duration.ms.', min: 1000, max: 3600000 },
+  'group.share.min.record.lock.duration.ms': { kind: 'int', default: '15000', doc: 'Smallest share.record.lock.duration.ms a group may set for itself.', min: 1000, max: 30000 },
+  'group.share.max.record.lock.duration.ms': { kind: 'int', default: '60000', doc: 'Largest share.record.lock.duration.ms a group may set for itself.', min: 30000, max: 3600000 },
+  'group.share.delivery.count.limit': { kind: 'int', default: '5', doc: 'Deliveries of one record to a share group before it is archived as undeliverable; a group may set its own share.delivery.count.limit.', min: 2, max: 10 },
+  'group.share.min.delivery.count.limit': { kind: 'int', default: '2', doc: 'Smallest share.delivery.count.limit a group may set for itself.', min: 2, max: 5 },
+  'group.share.max.delivery.count.limit': { kind: 'int', default: '10', doc: 'Largest share.delivery.count.limit a group may set for itself.', min: 5, max: 25 },
+  'group.share.partition.max.record.locks': { kind: 'int', default: '2000', doc: 'Most records of one partition locked to the members of a share group at once; a group may set its own share.partition.max.record.locks.', min: 100, max: 10000 },
+  'group.share.min.partition.max.record.locks': { kind: 'int', default: '100', doc: 'Smallest share.partition.max.record.locks a group may set for itself.', min: 100, max: 2000 },
+  'group.share.max.partition.max.record.locks': { kind: 'int', default: '4000', doc: 'Largest share.partition.max.record.locks a group may set for itself.', min: 2000, max: 10000 },
+  'group.streams.session.timeout.ms': { kind: 'int', default: '45000', doc: 'A member of a streams group (KIP-1071) not heard from this long is removed from it; a group may set its own streams.session.timeout.ms.', min: 1 },
+  'group.streams.min.session.timeout.ms': { kind: 'int', default: '45000', doc: 'Smallest streams.session.timeout.ms a group may set for itself.', min: 1 },
+  'group.streams.max.session.timeout.ms': { kind: 'int', default: '60000', doc: 'Largest streams.session.timeout.ms a group may set for itself.', min: 1 },
+  'group.streams.heartbeat.interval.ms': { kind: 'int', default: '5000', doc: 'How often members of a streams group are told to heartbeat; a group may set its own streams.heartbeat.interval.ms.', min: 1 },
+  'group.streams.min.heartbeat.interval.ms': { kind: 'int', default: '5000', doc: 'Smallest streams.heartbeat.interval.ms a group may set for itself.', min: 1 },
+  'group.streams.max.heartbeat.interval.ms': { kind: 'int', default: '15000', doc: 'Largest streams.heartbeat.interval.ms a group may set for itself.', min: 1 },
+  'group.streams.max.size': { kind: 'int', default: '2147483647', doc: 'Most members one streams group takes; more get GROUP_MAX_SIZE_REACHED.', min: 1 },
+  'group.streams.num.standby.replicas': { kind: 'int', default: '0', doc: 'Standby copies of each stateful task of a streams group; a group may set its own streams.num.standby.replicas.', min: 0 },
+  'group.streams.max.standby.replicas': { kind: 'int', default: '2', doc: 'Largest streams.num.standby.replicas a group may set for itself.', min: 0 },
+  'group.streams.initial.rebalance.delay.ms': { kind: 'int', default: '3000', doc: 'How long a new streams group waits for more members before its first assignment; a group may set its own streams.initial.rebalance.delay.ms.', min: 0 },
+  'group.streams.assignment.interval.ms': { kind: 'int', default: '1000', doc: 'Least time between two target assignments of a streams group; a group may set its own streams.assignment.interval.ms.', min: 0 },
+  'group.streams.min.assignment.interval.ms': { kind: 'int', default: '0', doc: 'Smallest streams.assignment.interval.ms a group may set for itself.', min: 0 },
+  'group.streams.max.assignment.interval.ms': { kind: 'int', default: '15000', doc: 'Largest streams.assignment.interval.ms a group may set for itself.', min: 0 },
+  'group.streams.assignors': { kind: 'list', default: 'sticky', doc: 'Task assignors of streams groups (sticky); the first is the one a group uses unless it sets streams.assignor.name.' },
+  'group.streams.rack.aware.assignment.tags': { kind: 'list', default: '', doc: 'Client tag keys over which the standby tasks of streams groups are spread; a group may set its own streams.rack.aware.assignment.tags.' },
   'share.coordinator.state.topic.num.partitions': { kind: 'int', default: '50', doc: 'Partitions of __share_group_state, made when a share coordinator is first looked for.', min: 1 },
   'share.coordinator.state.topic.replication.factor': { kind: 'int', default: '3', doc: 'Replication factor of __share_group_state, capped by the brokers alive when it is made.', min: 1, max: 32767 },
   'share.coordinator.state.topic.min.isr': { kind: 'int', default: '2', doc: 'min.insync.replicas of __share_group_state.', min: 1, max: 32767 },
@@ -268,6 +304,7 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     throw new ConfigError(`node.id=${raw.get('node.id')} and broker.id=${raw.get('broker.id')} differ; set only node.id`);
   }
   const nodeId = raw.has('node.id') || !raw.has('broker.id') ? int('node.id') : int('broker.id');
+  checkGroupBounds(int);
   return {
     raw,
     listeners,
@@ -329,6 +366,45 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     offsetMetadataMaxBytes: int('offset.metadata.max.bytes'),
     offsetsCommitTimeoutMs: int('offsets.commit.timeout.ms'),
   };
+}
+
+/**
+ * The broker's group settings that bound the ones groups may set for
+ * themselves (group configs) must fit together, as Kafka checks them at
+ * start: each default within its min and max, and each heartbeat interval
+ * below its session timeout.
+ */
+function checkGroupBounds(int: (k: ConfigKey) => number): void {
+  const triples: [string, string][] = [
+    ['group.consumer', 'heartbeat.interval.ms'],
+    ['group.consumer', 'session.timeout.ms'],
+    ['group.consumer', 'assignment.interval.ms'],
+    ['group.share', 'heartbeat.interval.ms'],
+    ['group.share', 'session.timeout.ms'],
+    ['group.share', 'assignment.interval.ms'],
+    ['group.share', 'record.lock.duration.ms'],
+    ['group.share', 'delivery.count.limit'],
+    ['group.share', 'partition.max.record.locks'],
+    ['group.streams', 'heartbeat.interval.ms'],
+    ['group.streams', 'session.timeout.ms'],
+    ['group.streams', 'assignment.interval.ms'],
+  ];
+  for (const [prefix, what] of triples) {
+    const key = `${prefix}.${what}` as ConfigKey;
+    const min = `${prefix}.min.${what}` as ConfigKey;
+    const max = `${prefix}.max.${what}` as ConfigKey;
+    if (int(max) < int(min)) throw new ConfigError(`${max} must be greater than or equal to ${min}`);
+    if (int(key) < int(min)) throw new ConfigError(`${key} must be greater than or equal to ${min}`);
+    if (int(key) > int(max)) throw new ConfigError(`${key} must be less than or equal to ${max}`);
+  }
+  for (const prefix of ['group.consumer', 'group.share', 'group.streams']) {
+    const heartbeat = `${prefix}.heartbeat.interval.ms` as ConfigKey;
+    const session = `${prefix}.session.timeout.ms` as ConfigKey;
+    if (int(heartbeat) >= int(session)) throw new ConfigError(`${heartbeat} must be less than ${session}`);
+  }
+  if (int('group.streams.num.standby.replicas') > int('group.streams.max.standby.replicas')) {
+    throw new ConfigError('group.streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas');
+  }
 }
 
 /**

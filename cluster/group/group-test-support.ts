@@ -4,7 +4,7 @@
  */
 import { ErrorCode } from '../../wire/errors.js';
 import { BASE_OFFSET, LAST_OFFSET_DELTA } from '../../wire/record-batch.js';
-import { buildImage, type MetadataImage, type MetadataStore, type TopicImage } from '../metadata/metadata-image.js';
+import { buildImage, groupConfigsIn, type MetadataImage, type MetadataStore, type TopicImage } from '../metadata/metadata-image.js';
 import { GroupCoordinator, type ConsumerGroupHeartbeatParams, type ConsumerGroupHeartbeatResult, type GroupCoordinatorConfig, type GroupCoordinatorLogger, type JoinGroupParams } from './group-coordinator.js';
 import type { OffsetsTopicStore } from '../coordinator/state-log-store.js';
 import { GROUP_METADATA_TOPIC } from '../coordinator/partition-for.js';
@@ -86,6 +86,15 @@ export class FakeMetadataStore implements MetadataStore {
   }
   alterBrokerConfigs(): never {
     throw new Error('not in this fake');
+  }
+  groupConfigOverrides(groupId: string): ReadonlyMap<string, string> {
+    return groupConfigsIn(this.current, groupId);
+  }
+  async alterGroupConfigs(groupId: string, configs: Readonly<Record<string, string>>): Promise<void> {
+    const groupConfigs = new Map(this.current.groupConfigs);
+    if (Object.keys(configs).length === 0) groupConfigs.delete(groupId);
+    else groupConfigs.set(groupId, { ...configs });
+    this.publish({ ...this.current, groupConfigs });
   }
   async close(): Promise<void> {}
 }

@@ -45,6 +45,9 @@ export const ConfigSource = {
   STATIC_BROKER_CONFIG: 4,
   DEFAULT_CONFIG: 5,
   DYNAMIC_BROKER_LOGGER_CONFIG: 6,
+  CLIENT_METRICS_CONFIG: 7,
+  /** A group's own override (the admin client's DYNAMIC_GROUP_CONFIG). */
+  GROUP_CONFIG: 8,
 } as const;
 
 /** One of gregor's own config keys (src/config.ts). */
@@ -170,6 +173,19 @@ export class BrokerConfigs {
     add(ConfigSource.DEFAULT_CONFIG, (n) => this.defaultValue(n));
     const from = out.findIndex((s) => s.name === name);
     return from < 0 ? [] : out.slice(from);
+  }
+
+  /**
+   * The synonyms DescribeConfigs lists for broker config `name` where
+   * another config falls back to it (a group config without an override):
+   * each layer that sets it, in order, down to its default.
+   *
+   * Example: on a broker started with group.share.record.lock.duration.ms=20000,
+   * fallbackSynonyms('group.share.record.lock.duration.ms') -> [{ value: '20000',
+   * source: STATIC_BROKER_CONFIG }, { value: '30000', source: DEFAULT_CONFIG }] (names left out).
+   */
+  fallbackSynonyms(name: string): ConfigSynonym[] {
+    return this.synonyms(name, brokerSynonyms(name), this.typeOf(name) === 'password');
   }
 
   /** Whether gregor takes run-time changes of `name` (see dynamicMode). */

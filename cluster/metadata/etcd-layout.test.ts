@@ -18,6 +18,10 @@ describe('the etcd key layout', () => {
     expect(layout.kindOf(layout.broker(12))).toEqual({ kind: 'broker', nodeId: 12 });
     expect(layout.kindOf(layout.brokerConfigs(null))).toEqual({ kind: 'broker-configs', nodeId: null });
     expect(layout.kindOf(layout.brokerConfigs(3))).toEqual({ kind: 'broker-configs', nodeId: 3 });
+    // A group id may hold anything, slashes and '%' too.
+    expect(layout.groupConfigs('a/b %c')).toBe('/gregor/configs/groups/a%2Fb%20%25c');
+    expect(layout.kindOf(layout.groupConfigs('a/b %c'))).toEqual({ kind: 'group-configs', groupId: 'a/b %c' });
+    expect(layout.kindOf('/gregor/configs/groups/%E0%A4%A')).toEqual({ kind: 'other' });
     expect(layout.kindOf(layout.topicConfigs('t'))).toEqual({ kind: 'topic-configs', name: 't' });
     expect(layout.kindOf(layout.controller())).toEqual({ kind: 'controller' });
     expect(layout.kindOf(layout.barrier(1))).toEqual({ kind: 'barrier' });
@@ -59,6 +63,11 @@ describe('the etcd key layout', () => {
     ]);
     expect(image.dynamicBrokerConfigs.clusterDefault).toEqual({ 'log.retention.ms': '5' });
     expect(image.dynamicBrokerConfigs.perBroker.get(2)).toEqual({ 'log.cleaner.threads': '2' });
+  });
+
+  it('builds the image with each group\'s config overrides', () => {
+    const image = imageFromEntries(layout, entries({ [layout.groupConfigs('g/1')]: { 'share.auto.offset.reset': 'earliest' }, [layout.groupConfigs('h')]: { 'streams.num.standby.replicas': '1' } }));
+    expect(image.groupConfigs).toEqual(new Map([['g/1', { 'share.auto.offset.reset': 'earliest' }], ['h', { 'streams.num.standby.replicas': '1' }]]));
   });
 
   it('has no controller and no leader where the keys are missing', () => {

@@ -15,10 +15,12 @@
  *                                     the controller has moved them to keys of their own
  *   configs/topics/<name>             a topic's config overrides
  *   configs/brokers/<nodeId|default>  dynamic broker configs, per broker and cluster-wide
+ *   configs/groups/<group id, URI-encoded>  a group's config overrides
  *   producer-ids                      the first producer id of the next block
  *   barriers/<nodeId>                 written by a broker to learn when its watch has caught up
  *
- * Topic names are [a-zA-Z0-9._-]+, so a name is a safe path segment. Each
+ * Topic names are [a-zA-Z0-9._-]+, so a name is a safe path segment; a group
+ * id may be any string, so it is URI-encoded into one. Each
  * partition's state has a key of its own, as Kafka keeps a record per
  * partition, so that changes to two partitions (their leaders' ISR changes,
  * the controller's elections) never contend. A change touching many
@@ -88,6 +90,7 @@ export type KeyKind =
   | { kind: 'legacy-partitions'; name: string }
   | { kind: 'topic-configs'; name: string }
   | { kind: 'broker-configs'; nodeId: number | null }
+  | { kind: 'group-configs'; groupId: string }
   | { kind: 'producer-ids' }
   | { kind: 'barrier' }
   | { kind: 'other' };
@@ -131,6 +134,10 @@ export class EtcdLayout {
   brokerConfigs(nodeId: number | null): string {
     return `${this.root}configs/brokers/${nodeId === null ? 'default' : nodeId}`;
   }
+  /** Example: new EtcdLayout('/gregor/').groupConfigs('my/group') -> '/gregor/configs/groups/my%2Fgroup'. */
+  groupConfigs(groupId: string): string {
+    return `${this.root}configs/groups/${encodeURIComponent(groupId)}`;
+  }
   producerIds(): string {
     return `${this.root}producer-ids`;
   }
@@ -166,6 +173,13 @@ export class EtcdLayout {
       case 'configs': {
         if (tail.startsWith('topics/')) return { kind: 'topic-configs', name: tail.slice('topics/'.length) };
         if (tail === 'brokers/default') return { kind: 'broker-configs', nodeId: null };
+        if (tail.startsWith('groups/')) {
+          try {
+            return { kind: 'group-configs', groupId: decodeURIComponent(tail.slice('groups/'.length)) };
+          } catch {
+            return { kind: 'other' };
+          }
+        }
         const m = /^brokers\/(\d+)$/.exec(tail);
         return m ? { kind: 'broker-configs', nodeId: Number(m[1]) } : { kind: 'other' };
       }
@@ -200,6 +214,7 @@ export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string
   const topicConfigs = new Map<string, Record<string, string>>();
   let clusterDefault: Record<string, string> = {};
   const perBroker = new Map<number, Record<string, string>>();
+  const groupConfigs = new Map<string, Record<string, string>>();
   let clusterId = '';
   let controllerId = -1;
   for (const [key, entry] of entries) {
@@ -239,6 +254,9 @@ export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string
         if (k.nodeId === null) clusterDefault = v as Record<string, string>;
         else perBroker.set(k.nodeId, v as Record<string, string>);
         break;
+      case 'group-configs':
+        groupConfigs.set(k.groupId, v as Record<string, string>);
+        break;
     }
   }
   const live = new Set(brokers.map((b) => b.nodeId));
@@ -264,7 +282,7 @@ export function imageFromEntries(layout: EtcdLayout, entries: ReadonlyMap<string
   }
   brokers.sort((a, b) => a.nodeId - b.nodeId);
   const dynamic: DynamicBrokerConfigs = { clusterDefault, perBroker };
-  return buildImage(clusterId, controllerId, brokers, images, dynamic);
+  return buildImage(clusterId, controllerId, brokers, images, dynamic, groupConfigs);
 }
 
 /**

@@ -171,6 +171,28 @@ describe.skipIf(!hasEtcd && !process.env.CI)('the etcd metadata store', () => {
     expect((await b.alterBrokerConfigs(2, {})).perBroker.has(2)).toBe(false);
   });
 
+  it('keeps group config overrides that every broker sees, for groups that need not exist, and lets only one of two racing changes win', async () => {
+    fresh();
+    const [a, b] = await pair();
+    await a.alterGroupConfigs('share/group one', { 'share.auto.offset.reset': 'earliest', 'share.record.lock.duration.ms': '15000' });
+    expect(a.groupConfigOverrides('share/group one')).toEqual(new Map([['share.auto.offset.reset', 'earliest'], ['share.record.lock.duration.ms', '15000']]));
+    await until('the overrides on the other broker', () => b.groupConfigOverrides('share/group one').get('share.auto.offset.reset') === 'earliest');
+    expect(b.image().groupConfigs.get('share/group one')).toEqual({ 'share.auto.offset.reset': 'earliest', 'share.record.lock.duration.ms': '15000' });
+    expect(b.groupConfigOverrides('another').size).toBe(0);
+    // Both made their change from the same overrides.
+    const both = await Promise.allSettled([a.alterGroupConfigs('share/group one', { 'share.delivery.count.limit': '3' }), b.alterGroupConfigs('share/group one', {})]);
+    expect(both.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason)).toEqual([expect.any(ConcurrentChangeError)]);
+    const winner = both[0].status === 'fulfilled' ? { 'share.delivery.count.limit': '3' } : {};
+    const same = (s: EtcdMetadataStore): boolean => JSON.stringify(s.image().groupConfigs.get('share/group one') ?? {}) === JSON.stringify(winner);
+    await until('the winner on both', () => same(a) && same(b));
+    await a.alterGroupConfigs('share/group one', {});
+    await until('the overrides gone on both', () => !a.image().groupConfigs.has('share/group one') && !b.image().groupConfigs.has('share/group one'));
+    // A later broker reads them from etcd.
+    await a.alterGroupConfigs('g', { 'streams.num.standby.replicas': '1' });
+    const c = await store(3);
+    expect(c.groupConfigOverrides('g').get('streams.num.standby.replicas')).toBe('1');
+  });
+
   it('hands out producer id blocks that never overlap, across brokers', async () => {
     fresh();
     const [a, b] = await pair();

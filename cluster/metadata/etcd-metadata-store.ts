@@ -45,6 +45,7 @@ import {
   type BrokerRegistration,
   ConcurrentChangeError,
   type DynamicBrokerConfigs,
+  groupConfigsIn,
   type MetadataImage,
   type MetadataStore,
   type NewTopic,
@@ -452,6 +453,20 @@ export class EtcdMetadataStore implements MetadataStore {
     await this.barrier();
     if (!res.succeeded) throw new ConcurrentChangeError('the dynamic broker configs were changed by another request meanwhile; send the change again');
     return this.current.dynamicBrokerConfigs;
+  }
+
+  groupConfigOverrides(groupId: string): ReadonlyMap<string, string> {
+    return groupConfigsIn(this.current, groupId);
+  }
+
+  /** As alterBrokerConfigs, for one group's config overrides. */
+  async alterGroupConfigs(groupId: string, configs: Readonly<Record<string, string>>): Promise<void> {
+    const key = this.layout.groupConfigs(groupId);
+    const c = this.client;
+    const change = Object.keys(configs).length === 0 ? c.delete().key(key) : c.put(key).value(JSON.stringify(configs));
+    const res = await this.call(() => this.guardOn(key, null).then(change).commit());
+    await this.barrier();
+    if (!res.succeeded) throw new ConcurrentChangeError(`the configs of group '${groupId}' were changed by another request meanwhile; send the change again`);
   }
 
   /**

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { readFileIfExists, writeFileAtomic } from '../../storage/atomic-file.js';
 import {
   buildImage,
+  groupConfigsIn,
   PRODUCER_ID_BLOCK_SIZE,
   TopicExistsError,
   UnknownTopicError,
@@ -48,6 +49,8 @@ interface StoredMetadata {
   brokerConfigs?: StoredBrokerConfigs;
   /** The first producer id of the next block, in decimal; absent until a block is handed out. */
   nextProducerId?: string;
+  /** Group config overrides by group id; absent in files written before they existed. */
+  groupConfigs?: Record<string, Record<string, string>>;
 }
 
 interface StoredBrokerConfigs {
@@ -154,6 +157,18 @@ export class LocalMetadataStore implements MetadataStore {
     return this.current.dynamicBrokerConfigs;
   }
 
+  groupConfigOverrides(groupId: string): ReadonlyMap<string, string> {
+    return groupConfigsIn(this.current, groupId);
+  }
+
+  async alterGroupConfigs(groupId: string, configs: Readonly<Record<string, string>>): Promise<void> {
+    // Through a Map: a group id may be any string, '__proto__' too.
+    const groupConfigs = new Map(Object.entries(this.stored.groupConfigs ?? {}));
+    if (Object.keys(configs).length === 0) groupConfigs.delete(groupId);
+    else groupConfigs.set(groupId, { ...configs });
+    this.commit({ ...this.stored, groupConfigs: Object.fromEntries(groupConfigs) });
+  }
+
   async allocateProducerIdBlock(): Promise<{ firstProducerId: bigint; size: number }> {
     const first = BigInt(this.stored.nextProducerId ?? '0');
     const next: StoredMetadata = { ...this.stored, nextProducerId: String(first + BigInt(PRODUCER_ID_BLOCK_SIZE)) };
@@ -202,7 +217,7 @@ export class LocalMetadataStore implements MetadataStore {
       clusterDefault: stored?.clusterDefault ?? {},
       perBroker: new Map(Object.entries(stored?.perBroker ?? {}).map(([node, configs]) => [Number(node), configs])),
     };
-    return buildImage(this.clusterId, id, [this.self], topics, dynamic);
+    return buildImage(this.clusterId, id, [this.self], topics, dynamic, new Map(Object.entries(this.stored.groupConfigs ?? {})));
   }
 }
 

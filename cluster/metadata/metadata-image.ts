@@ -52,6 +52,13 @@ export interface MetadataImage {
   readonly topicsById: ReadonlyMap<string, TopicImage>;
   /** Broker configs set at run time (AlterConfigs on a broker resource). */
   readonly dynamicBrokerConfigs: DynamicBrokerConfigs;
+  /**
+   * Group config overrides (the GROUP config resource), by group id, as
+   * they were given (values checked when set: cluster/group/group-configs.ts).
+   * A group may have them whether or not it exists; a group without any is
+   * not listed.
+   */
+  readonly groupConfigs: ReadonlyMap<string, Readonly<Record<string, string>>>;
 }
 
 /**
@@ -124,6 +131,20 @@ export interface MetadataStore {
    */
   alterBrokerConfigs(nodeId: number | null, configs: Readonly<Record<string, string>>): Promise<DynamicBrokerConfigs>;
   /**
+   * The config overrides of group `groupId` in the latest image, by name;
+   * empty when it has none (or does not exist). Every broker of a cluster
+   * sees the same ones. Resolve them with effectiveGroupConfig
+   * (cluster/group/group-configs.ts).
+   */
+  groupConfigOverrides(groupId: string): ReadonlyMap<string, string>;
+  /**
+   * Replaces every config override of group `groupId` with `configs`
+   * (already checked: see cluster/group/group-configs.ts); an empty record
+   * removes them. The group need not exist. A store shared by brokers throws
+   * ConcurrentChangeError when they changed meanwhile.
+   */
+  alterGroupConfigs(groupId: string, configs: Readonly<Record<string, string>>): Promise<void>;
+  /**
    * Calls `listener` with every new image, synchronously, before the change
    * that made it is reported to its caller (so a createTopic that resolves has
    * already been seen by every listener). Returns the function that stops it.
@@ -194,6 +215,7 @@ export function buildImage(
   brokers: Iterable<BrokerRegistration>,
   topics: Iterable<TopicImage>,
   dynamicBrokerConfigs: DynamicBrokerConfigs = NO_DYNAMIC_BROKER_CONFIGS,
+  groupConfigs: ReadonlyMap<string, Readonly<Record<string, string>>> = new Map(),
 ): MetadataImage {
   const byName = new Map<string, TopicImage>();
   const byId = new Map<string, TopicImage>();
@@ -208,7 +230,13 @@ export function buildImage(
     topics: byName,
     topicsById: byId,
     dynamicBrokerConfigs,
+    groupConfigs,
   };
+}
+
+/** The overrides of one group in `image`, as groupConfigOverrides answers them. */
+export function groupConfigsIn(image: MetadataImage, groupId: string): ReadonlyMap<string, string> {
+  return new Map(Object.entries(image.groupConfigs.get(groupId) ?? {}));
 }
 
 /**

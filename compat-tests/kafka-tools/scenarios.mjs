@@ -906,13 +906,89 @@ async function scenarioShareGroup(bootstrap) {
   }
 }
 
+// group-configs: kafka-configs sets a group's configs (the group does not exist: Kafka allows
+// it), --describe shows them as the group's own with their synonyms and --all shows every
+// group config, --delete-config removes one, and a value out of the broker's bounds and an
+// unknown name are refused with Kafka 4.4's messages, changing nothing.
+async function scenarioGroupConfigs(bootstrap) {
+  const group = `compat-tools-group-configs-${Date.now()}-${process.pid}`;
+  const dir = mkdtempSync(path.join(tmpdir(), 'compat-tools-'));
+  try {
+    const adminConfig = path.join(dir, 'admin.properties');
+    writeFileSync(adminConfig, `request.timeout.ms=${ADMIN_TIMEOUT_MS - 5_000}\ndefault.api.timeout.ms=${ADMIN_TIMEOUT_MS}\n`);
+    const configs = ['--bootstrap-server', bootstrap, '--command-config', adminConfig, '--entity-type', 'groups', '--entity-name', group];
+    const alter = async (what, args) => {
+      const { stdout } = await tool(`kafka-configs --alter ${what}`, CONFIG_COMMAND, [...configs, '--alter', ...args]);
+      expect(stdout.trim() === `Completed updating config for group ${group}.`, `kafka-configs --alter printed "${stdout.trim()}"`);
+    };
+    // Another broker may answer the describe before it has seen the change: asked again, for a while.
+    const describeUntil = async (what, args, want) => {
+      const deadline = Date.now() + 15_000;
+      for (;;) {
+        const { stdout } = await tool(`kafka-configs --describe${args.length ? ' ' + args.join(' ') : ''}`, CONFIG_COMMAND, [...configs, '--describe', ...args]);
+        const lines = stdout.split('\n').filter((l) => l.trim());
+        if (want(lines)) {
+          print(stdout);
+          return lines;
+        }
+        expect(Date.now() < deadline, `kafka-configs --describe never showed ${what}:\n${indent(stdout)}`);
+        await sleep(500);
+      }
+    };
+    const refused = async (what, args, message) => {
+      const t0 = Date.now();
+      const result = await startTool(CONFIG_COMMAND, [...configs, '--alter', ...args]).done;
+      expect(!result.timedOut && result.code === 1, `kafka-configs --alter ${what}: exit ${result.code}, expected 1\n${shown(result)}`);
+      const cause = /InvalidConfigurationException: (.*)/.exec(result.stderr)?.[1];
+      expect(cause === message, `kafka-configs --alter ${what} was refused with "${cause}", expected "${message}"\n${shown(result)}`);
+      log(`kafka-configs --alter ${what} refused: ${cause} (${Date.now() - t0} ms)`);
+    };
+
+    await alter('--add-config', ['--add-config', 'share.auto.offset.reset=earliest,share.record.lock.duration.ms=15000']);
+    const both = [
+      `Dynamic configs for group ${group} are:`,
+      '  share.auto.offset.reset=earliest sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=earliest, DEFAULT_CONFIG:share.auto.offset.reset=latest}',
+      '  share.record.lock.duration.ms=15000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.record.lock.duration.ms=15000, DEFAULT_CONFIG:group.share.record.lock.duration.ms=30000}',
+    ];
+    await describeUntil('both configs', [], (lines) => JSON.stringify(lines) === JSON.stringify(both));
+
+    const all = await describeUntil('every group config', ['--all'], (lines) => lines.some((l) => l.startsWith('  share.auto.offset.reset=earliest ')));
+    const expected = {
+      'consumer.session.timeout.ms': '45000', 'consumer.heartbeat.interval.ms': '5000', 'share.session.timeout.ms': '45000',
+      'share.heartbeat.interval.ms': '5000', 'share.record.lock.duration.ms': '15000', 'share.delivery.count.limit': '5',
+      'share.partition.max.record.locks': '2000', 'share.auto.offset.reset': 'earliest', 'share.isolation.level': 'read_uncommitted',
+      'streams.session.timeout.ms': '45000', 'streams.heartbeat.interval.ms': '5000', 'streams.num.standby.replicas': '0',
+      'streams.assignor.name': 'sticky', 'errors.deadletterqueue.topic.name': '',
+    };
+    expect(all[0] === `All configs for group ${group} are:`, `kafka-configs --describe --all began "${all[0]}"`);
+    const shownValues = new Map(all.slice(1).map((l) => /^ {2}([^=]+)=(\S*) sensitive=/.exec(l)).filter(Boolean).map((m) => [m[1], m[2]]));
+    expect(shownValues.size === 21, `kafka-configs --describe --all listed ${shownValues.size} configs, expected Kafka's 21`);
+    for (const [name, value] of Object.entries(expected)) {
+      expect(shownValues.get(name) === value, `kafka-configs --describe --all: ${name}=${shownValues.get(name)}, expected ${value}`);
+    }
+
+    await refused('share.record.lock.duration.ms=5000', ['--add-config', 'share.record.lock.duration.ms=5000'], 'share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive.');
+    await refused('share.auto.offset.reset=sometimes', ['--add-config', 'share.auto.offset.reset=sometimes'],
+      "Invalid value sometimes for configuration share.auto.offset.reset: Invalid value `sometimes` for configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.");
+    await refused('share.no.such.config=1', ['--add-config', 'share.no.such.config=1'], 'Unknown group config name: share.no.such.config');
+
+    await alter('--delete-config', ['--delete-config', 'share.auto.offset.reset']);
+    await describeUntil('only share.record.lock.duration.ms', [], (lines) => JSON.stringify(lines) === JSON.stringify([both[0], both[2]]));
+    await alter('--delete-config', ['--delete-config', 'share.record.lock.duration.ms']);
+    await describeUntil('that the group has no configs left', [], (lines) => lines.length === 1 && lines[0] === `The group '${group}' doesn't exist and doesn't have dynamic config.`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+
 if (process.argv[2] === '--archive') {
   await makeArchives();
 } else {
   runScenarios({
     label: 'kafka-tools',
     banner: `kafka-tools ${VERSION}`,
-    scenarios: { 'group-consumer': scenarioGroupConsumer, 'log-dirs': scenarioLogDirs, 'share-group': scenarioShareGroup },
+    scenarios: { 'group-configs': scenarioGroupConfigs, 'group-consumer': scenarioGroupConsumer, 'log-dirs': scenarioLogDirs, 'share-group': scenarioShareGroup },
     timeoutMs: SCENARIO_TIMEOUT_MS,
   });
 }

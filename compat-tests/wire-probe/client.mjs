@@ -701,6 +701,141 @@ async function logDirsScenario(bootstrap) {
   expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
 }
 
+// ---------------------------------------------------------------------------
+// group-configs
+
+/** A group's configs as DescribeConfigs v4 answers them: the error, then [name, value, source, type, synonyms] of each. */
+async function describeGroupConfigs(p, group, keys = null) {
+  const res = await p.request(32, 4, { resources: [{ resourceType: RESOURCE_GROUP, resourceName: group, configurationKeys: keys }], includeSynonyms: true, includeDocumentation: false });
+  const r = res.results[0];
+  return [r.errorCode, r.errorMessage, r.configs.map((c) => [c.name, c.value, c.configSource, c.isSensitive, c.readOnly, c.configType, c.synonyms.map((x) => [x.name, x.value, x.source])])];
+}
+
+/** Kafka 4.4's answer for a group's configs on a broker with the defaults, `own` overriding some (as the group's). */
+function expectedGroupConfigs(own = {}) {
+  const DEFAULT = 5;
+  const GROUP = 8;
+  const rows = [
+    ['consumer.session.timeout.ms', '45000', 3, 'group.consumer.session.timeout.ms'],
+    ['streams.assignor.name', 'sticky', 2, 'group.streams.assignors'],
+    ['consumer.assignment.interval.ms', '1000', 3, 'group.consumer.assignment.interval.ms'],
+    ['errors.deadletterqueue.copy.record.enable', 'false', 1, null],
+    ['share.auto.offset.reset', 'latest', 2, null],
+    ['streams.rack.aware.assignment.tags', '', 7, 'group.streams.rack.aware.assignment.tags'],
+    ['share.renew.acknowledge.enable', 'true', 1, null],
+    ['streams.initial.rebalance.delay.ms', '3000', 3, 'group.streams.initial.rebalance.delay.ms'],
+    ['share.session.timeout.ms', '45000', 3, 'group.share.session.timeout.ms'],
+    ['streams.assignment.interval.ms', '1000', 3, 'group.streams.assignment.interval.ms'],
+    ['share.heartbeat.interval.ms', '5000', 3, 'group.share.heartbeat.interval.ms'],
+    ['streams.heartbeat.interval.ms', '5000', 3, 'group.streams.heartbeat.interval.ms'],
+    ['share.delivery.count.limit', '5', 3, 'group.share.delivery.count.limit'],
+    ['errors.deadletterqueue.topic.name', '', 2, null],
+    ['consumer.heartbeat.interval.ms', '5000', 3, 'group.consumer.heartbeat.interval.ms'],
+    ['share.record.lock.duration.ms', '30000', 3, 'group.share.record.lock.duration.ms'],
+    ['share.assignment.interval.ms', '1000', 3, 'group.share.assignment.interval.ms'],
+    ['share.isolation.level', 'read_uncommitted', 2, null],
+    ['streams.session.timeout.ms', '45000', 3, 'group.streams.session.timeout.ms'],
+    ['share.partition.max.record.locks', '2000', 3, 'group.share.partition.max.record.locks'],
+    ['streams.num.standby.replicas', '0', 3, 'group.streams.num.standby.replicas'],
+  ];
+  return rows.map(([name, dflt, type, broker]) => {
+    const fallback = [[broker ?? name, dflt, DEFAULT]];
+    const value = own[name];
+    return value === undefined
+      ? [name, dflt, DEFAULT, false, false, type, fallback]
+      : [name, value, GROUP, false, false, type, [[name, value, GROUP], ...fallback]];
+  });
+}
+
+/** Asks `ask` again (another broker may not have seen a change yet) until it answers `wanted`, for up to 10 s. */
+async function until(ask, wanted) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const got = await ask();
+    if (JSON.stringify(got) === JSON.stringify(wanted) || Date.now() > deadline) return got;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Kafka 4.4's GROUP config resource (KIP-848/932/1071 group configs), on a group that does not exist. */
+async function groupConfigsScenario(bootstrap) {
+  const p = await Probe.connect(bootstrap);
+  const results = [];
+  try {
+    const group = `probe-group-configs-${randomBytes(4).toString('hex')}`;
+    const incremental = async (name, configs, validateOnly = false) => {
+      const r = await p.request(44, 1, { resources: [{ resourceType: RESOURCE_GROUP, resourceName: name, configs: configs.map(([n, configOperation, value]) => ({ name: n, configOperation, value })) }], validateOnly });
+      return [r.responses[0].errorCode, r.responses[0].errorMessage];
+    };
+    const legacy = async (name, configs) => {
+      const r = await p.request(33, 2, { resources: [{ resourceType: RESOURCE_GROUP, resourceName: name, configs: configs.map(([n, value]) => ({ name: n, value })) }], validateOnly: false });
+      return [r.responses[0].errorCode, r.responses[0].errorMessage];
+    };
+    const listed = async () => (await configResources(p, [RESOURCE_GROUP]))[1].some(([, name]) => name === group);
+    const internalOverride = ['streams.num.warmup.replicas', '4', 8, false, false, 3, [['streams.num.warmup.replicas', '4', 8], ['group.streams.num.warmup.replicas', '2', 5]]];
+    const SET = 0;
+    const DELETE = 1;
+    const APPEND = 2;
+
+    results.push(check('DescribeConfigs v4 of a group with no configs', await describeGroupConfigs(p, group), [0, '', expectedGroupConfigs()]));
+    results.push(check('DescribeConfigs v4 of the group named ""', (await describeGroupConfigs(p, ''))[0], ErrorCode.INVALID_REQUEST));
+    const both = [['share.auto.offset.reset', SET, 'earliest'], ['share.record.lock.duration.ms', SET, '15000']];
+    results.push(check('IncrementalAlterConfigs v1 validate only', await incremental(group, both, true), [0, null]));
+    results.push(check('nothing changed by it', await describeGroupConfigs(p, group, ['share.auto.offset.reset']), [0, '', expectedGroupConfigs().filter(([n]) => n === 'share.auto.offset.reset')]));
+    results.push(check('IncrementalAlterConfigs v1 SET of two configs', await incremental(group, both), [0, null]));
+    const own = { 'share.auto.offset.reset': 'earliest', 'share.record.lock.duration.ms': '15000' };
+    results.push(check('DescribeConfigs v4 of the group with them', await until(() => describeGroupConfigs(p, group), [0, '', expectedGroupConfigs(own)]), [0, '', expectedGroupConfigs(own)]));
+    results.push(check('ListConfigResources v1 lists the group', await until(listed, true), true));
+    // An internal config is described only when the group sets it, ahead of the rest.
+    results.push(check('IncrementalAlterConfigs v1 SET of an internal config', await incremental(group, [['streams.num.warmup.replicas', SET, '4']]), [0, null]));
+    results.push(check('DescribeConfigs v4 with it', await until(() => describeGroupConfigs(p, group), [0, '', [internalOverride, ...expectedGroupConfigs(own)]]), [0, '', [internalOverride, ...expectedGroupConfigs(own)]]));
+    results.push(check('IncrementalAlterConfigs v1 DELETE of it', await incremental(group, [['streams.num.warmup.replicas', DELETE, null]]), [0, null]));
+    results.push(check('DescribeConfigs v4 without it', (await until(() => describeGroupConfigs(p, group), [0, '', expectedGroupConfigs(own)]))[2].length, 21));
+    const refusals = [
+      ['APPEND', group, [['share.delivery.count.limit', APPEND, '1']], [ErrorCode.INVALID_CONFIG, "Can't APPEND to key share.delivery.count.limit because its type is not LIST."]],
+      ['a value outside the broker\'s bounds', group, [['share.record.lock.duration.ms', SET, '1000']], [ErrorCode.INVALID_CONFIG, 'share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive.']],
+      ['a value of the wrong type', group, [['share.delivery.count.limit', SET, 'x']], [ErrorCode.INVALID_CONFIG, 'Invalid value x for configuration share.delivery.count.limit: Not a number of type INT']],
+      ['a session timeout and heartbeat interval at the ends of their bounds', group, [['share.session.timeout.ms', SET, '45000'], ['share.heartbeat.interval.ms', SET, '15000']], [0, null]],
+      ['an unknown name', group, [['no.such.group.config', SET, '1']], [ErrorCode.INVALID_CONFIG, 'Unknown group config name: no.such.group.config']],
+      ['a streams assignor the broker has not', group, [['streams.assignor.name', SET, 'greedy']], [ErrorCode.INVALID_CONFIG, "streams.assignor.name 'greedy' is not a registered task assignor. Registered assignors are: [sticky]."]],
+      ['the group named ""', '', [['share.isolation.level', SET, 'read_committed']], [ErrorCode.INVALID_REQUEST, 'Default group resources are not allowed.']],
+    ];
+    for (const [what, name, configs, wanted] of refusals) results.push(check(`IncrementalAlterConfigs v1 with ${what}`, await incremental(name, configs, true), wanted));
+    results.push(check('AlterConfigs v2 replacing every config', await legacy(group, [['share.isolation.level', 'read_committed']]), [0, null]));
+    const committed = { 'share.isolation.level': 'read_committed' };
+    results.push(check('DescribeConfigs v4 after it', await until(() => describeGroupConfigs(p, group), [0, '', expectedGroupConfigs(committed)]), [0, '', expectedGroupConfigs(committed)]));
+    // The group comes into being with a commit of its own, and is deleted: its configs stay.
+    const topic = `${group}-t`;
+    await createTopic(p, topic, 1);
+    await untilLeader(p, topic, 10_000);
+    const c = await coordinatorOf(p, group);
+    try {
+      const commit = async () =>
+        (
+          await c.request(8, 9, {
+            groupId: group,
+            generationIdOrMemberEpoch: -1,
+            memberId: '',
+            groupInstanceId: null,
+            retentionTimeMs: -1n,
+            topics: [{ name: topic, topicId: ZERO_UUID, partitions: [{ partitionIndex: 0, committedOffset: 0n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] }],
+          })
+        ).topics[0].partitions[0].errorCode;
+      results.push(check('OffsetCommit v9 of the group, alone', await until(commit, 0), 0));
+      results.push(check('DeleteGroups v2 of the group', (await c.request(42, 2, { groupsNames: [group] })).results[0].errorCode, 0));
+    } finally {
+      c.close();
+    }
+    results.push(check('DescribeConfigs v4 after the group\'s deletion', await describeGroupConfigs(p, group, ['share.isolation.level']), [0, '', expectedGroupConfigs(committed).filter(([n]) => n === 'share.isolation.level')]));
+    results.push(check('ListConfigResources v1 lists it still', await listed(), true));
+    results.push(check('IncrementalAlterConfigs v1 DELETE of the last one', await incremental(group, [['share.isolation.level', DELETE, null]]), [0, null]));
+    results.push(check('ListConfigResources v1 no longer lists the group', await until(listed, false), false));
+  } finally {
+    p.close();
+  }
+  expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
+}
+
 runScenarios({
   label: 'wire-probe',
   banner: 'wire-probe (gregor codec)',
@@ -711,5 +846,6 @@ runScenarios({
     'feature-rules': featureRules,
     'topic-partitions': topicPartitions,
     'log-dirs': logDirsScenario,
+    'group-configs': groupConfigsScenario,
   },
 });
