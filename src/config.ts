@@ -67,6 +67,10 @@ export const CONFIG_DEFS = {
   'group.consumer.max.size': { kind: 'int', default: '2147483647', doc: 'Most members one consumer-protocol group takes; more get GROUP_MAX_SIZE_REACHED.', min: 1 },
   'group.consumer.assignors': { kind: 'list', default: 'uniform,range', doc: 'Server-side assignors of consumer-protocol groups (uniform, range); the first is the default.' },
   'group.consumer.assignment.interval.ms': { kind: 'int', default: '1000', doc: 'Least time between two target assignments of a consumer-protocol group; 0 assigns at every change.', min: 0 },
+  'group.streams.session.timeout.ms': { kind: 'int', default: '45000', doc: 'A member of a streams group (KIP-1071) not heard from this long is removed from it.', min: 1 },
+  'group.streams.heartbeat.interval.ms': { kind: 'int', default: '5000', doc: 'How often members of a streams group are told to heartbeat.', min: 1 },
+  'group.streams.num.standby.replicas': { kind: 'int', default: '0', doc: 'Standby replicas of each stateful task of a streams group.', min: 0 },
+  'group.streams.initial.rebalance.delay.ms': { kind: 'int', default: '3000', doc: 'How long the first assignment of a new streams group waits for more members to join.', min: 0 },
   'group.consumer.migration.policy': { kind: 'string', default: 'bidirectional', doc: 'Which online conversions of a group with members between the classic and the consumer protocol are allowed: disabled, upgrade (classic to consumer), downgrade (consumer to classic) or bidirectional (case-insensitive).' },
   'offsets.retention.minutes': { kind: 'int', default: '10080', doc: 'Committed offsets of a group expire this long after it became empty (or after the commit, for groups that only commit).', min: 1 },
   'offsets.retention.check.interval.ms': { kind: 'long', default: '600000', doc: 'How often expired offsets are looked for.', min: 1 },
@@ -135,6 +139,10 @@ export interface BrokerConfig {
   readonly groupConsumerAssignors: readonly ('uniform' | 'range')[];
   readonly groupConsumerAssignmentIntervalMs: number;
   readonly groupConsumerMigrationPolicy: 'disabled' | 'upgrade' | 'downgrade' | 'bidirectional';
+  readonly groupStreamsSessionTimeoutMs: number;
+  readonly groupStreamsHeartbeatIntervalMs: number;
+  readonly groupStreamsNumStandbyReplicas: number;
+  readonly groupStreamsInitialRebalanceDelayMs: number;
   readonly offsetsRetentionMinutes: number;
   readonly offsetsRetentionCheckIntervalMs: number;
   readonly offsetMetadataMaxBytes: number;
@@ -300,6 +308,10 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     groupConsumerAssignors: assignorList(get('group.consumer.assignors')!),
     groupConsumerAssignmentIntervalMs: int('group.consumer.assignment.interval.ms'),
     groupConsumerMigrationPolicy: migrationPolicy(get('group.consumer.migration.policy')!),
+    groupStreamsSessionTimeoutMs: int('group.streams.session.timeout.ms'),
+    groupStreamsHeartbeatIntervalMs: int('group.streams.heartbeat.interval.ms'),
+    groupStreamsNumStandbyReplicas: int('group.streams.num.standby.replicas'),
+    groupStreamsInitialRebalanceDelayMs: int('group.streams.initial.rebalance.delay.ms'),
     offsetsRetentionMinutes: int('offsets.retention.minutes'),
     offsetsRetentionCheckIntervalMs: int('offsets.retention.check.interval.ms'),
     offsetMetadataMaxBytes: int('offset.metadata.max.bytes'),

@@ -93,6 +93,9 @@ import {
   type SyncGroupResult,
 } from './group-classic.js';
 
+import { DEFAULT_STREAMS_GROUPS_CONFIG, StreamsCoordinator, type StreamsGroupsConfig } from './streams-coordinator.js';
+import type { StreamsGroup } from './streams-group.js';
+
 export { type GroupState, type JoinGroupResult, type SyncGroupResult, type Protocol } from './group-classic.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -129,6 +132,8 @@ export interface GroupCoordinatorConfig {
   readonly consumerAssignmentIntervalMs: number;
   /** group.consumer.migration.policy: which online conversions between the classic and the consumer protocol a group with members may make */
   readonly consumerMigrationPolicy: ConsumerMigrationPolicy;
+  /** group.streams.*: the settings of streams groups (KIP-1071) */
+  readonly streams: StreamsGroupsConfig;
 }
 
 /** group.consumer.migration.policy's values (Kafka's ConsumerGroupMigrationPolicy). */
@@ -151,6 +156,7 @@ export const DEFAULT_GROUP_COORDINATOR_CONFIG: GroupCoordinatorConfig = {
   consumerAssignors: ['uniform', 'range'],
   consumerAssignmentIntervalMs: 1000,
   consumerMigrationPolicy: 'bidirectional',
+  streams: DEFAULT_STREAMS_GROUPS_CONFIG,
 };
 
 export interface GroupCoordinatorLogger {
@@ -353,6 +359,8 @@ class Shard {
   readonly groups = new Map<string, ClassicGroup>();
   /** Groups of the consumer protocol (KIP-848); a group id is in one of the two maps at most. */
   readonly consumerGroups = new Map<string, ConsumerGroup>();
+  /** Streams groups (KIP-1071, streams-coordinator.ts); a group id is in one of the three maps at most. */
+  readonly streamsGroups = new Map<string, StreamsGroup>();
   private readonly committed = new OffsetTable();
   private readonly pending = new Map<bigint, OffsetTable>();
   private readonly openTransactions = new Map<string, Set<bigint>>();
@@ -692,6 +700,8 @@ export class GroupCoordinator {
   private stopped = false;
   /** Topic ids of the last image seen, to tell which topics a new one deleted. */
   private topicIds = new Map<string, string>();
+  /** Streams groups (KIP-1071), on this coordinator's shards and log. */
+  readonly streams: StreamsCoordinator;
 
   constructor(
     private readonly nodeId: number,
@@ -702,6 +712,29 @@ export class GroupCoordinator {
   ) {
     this.config = { ...DEFAULT_GROUP_COORDINATOR_CONFIG, ...opts.config };
     this.timer = opts.timer ?? new SystemGroupTimer();
+    this.streams = new StreamsCoordinator(
+      {
+        metadata: this.metadata,
+        timer: this.timer,
+        log: this.log,
+        stopped: () => this.stopped,
+        shardOf: (groupId) => this.shardOf(groupId),
+        isLoaded: (shard) => this.shards.get(shard.partition) === shard,
+        otherGroup: (shard, groupId) => {
+          const s = shard as Shard;
+          if (s.consumerGroups.has(groupId)) return 'other';
+          const classic = s.groups.get(groupId);
+          if (!classic || classic.is('Dead')) return 'none';
+          return classic.numMembers === 0 ? 'empty-classic' : 'other';
+        },
+        replaceEmptyClassic: (shard, groupId) => ({ records: [groupMetadataRecord(groupId, null)], apply: () => this.dropGroup(shard as Shard, groupId) }),
+        append: (shard, records) => {
+          const error = this.append(shard as Shard, records as CoordinatorRecord[]);
+          return error === ErrorCode.NONE ? error : appendErrorToResponseError(error);
+        },
+      },
+      this.config.streams,
+    );
   }
 
   /**
@@ -1329,6 +1362,12 @@ export class GroupCoordinator {
       if (error !== ErrorCode.NONE) return all(error);
       return this.writeCommits(shard, p, now);
     }
+    const streamsGroup = shard.streamsGroups.get(p.groupId);
+    if (streamsGroup) {
+      const error = this.streams.commitError(streamsGroup, { memberId: p.memberId, generationId: p.generationId, v9: p.groupIdNotFoundKnown, topics: p.topics });
+      if (error !== ErrorCode.NONE) return all(error);
+      return this.writeCommits(shard, p, now);
+    }
     let group = shard.groups.get(p.groupId);
     let created = false;
     if (!group) {
@@ -1412,6 +1451,10 @@ export class GroupCoordinator {
       // A producer that is no member (no member id, epoch -1) commits unchecked; a member is checked as for OffsetCommit.
       const producerOnly = p.memberId === '' && p.generationId < 0 && p.groupInstanceId === null;
       const error = producerOnly ? ErrorCode.NONE : this.consumerCommitError(consumerGroup, { memberId: p.memberId, generationId: p.generationId, v9: true, topics: p.topics });
+      if (error !== ErrorCode.NONE) return all(error === ErrorCode.STALE_MEMBER_EPOCH && !p.staleMemberEpochKnown ? ErrorCode.ILLEGAL_GENERATION : error);
+    } else if (shard.streamsGroups.has(p.groupId)) {
+      const producerOnly = p.memberId === '' && p.generationId < 0 && p.groupInstanceId === null;
+      const error = producerOnly ? ErrorCode.NONE : this.streams.commitError(shard.streamsGroups.get(p.groupId)!, { memberId: p.memberId, generationId: p.generationId, v9: true, topics: p.topics });
       if (error !== ErrorCode.NONE) return all(error === ErrorCode.STALE_MEMBER_EPOCH && !p.staleMemberEpochKnown ? ErrorCode.ILLEGAL_GENERATION : error);
     } else {
       if (!group) {
@@ -1513,7 +1556,12 @@ export class GroupCoordinator {
       if (!m) return failed(ErrorCode.UNKNOWN_MEMBER_ID);
       if (m.memberEpoch !== member.memberEpoch) return failed(ErrorCode.STALE_MEMBER_EPOCH);
     }
-    const known = (group !== undefined && !group.is('Dead')) || consumerGroup !== undefined;
+    const streamsGroup = shard.streamsGroups.get(groupId);
+    if (streamsGroup && member && (member.memberId !== null || member.memberEpoch >= 0)) {
+      const error = this.streams.fetchError(streamsGroup, member.memberId, member.memberEpoch);
+      if (error !== ErrorCode.NONE) return failed(error);
+    }
+    const known = (group !== undefined && !group.is('Dead')) || consumerGroup !== undefined || streamsGroup !== undefined;
     const offsets = known ? shard.offsetsOf(groupId) : undefined;
     const unstable = (topic: string, i: number): boolean => known && requireStable && shard.hasPendingOffset(groupId, topic, i);
     if (topics === null) {
@@ -1711,6 +1759,12 @@ export class GroupCoordinator {
         if (types.size > 0 && !types.has('consumer')) continue;
         out.push({ groupId: group.groupId, protocolType: 'consumer', groupState: group.state, groupType: 'consumer' });
       }
+      for (const group of shard.streamsGroups.values()) {
+        const state = group.state;
+        if (states.size > 0 && !states.has(state.toLowerCase())) continue;
+        if (types.size > 0 && !types.has('streams')) continue;
+        out.push({ groupId: group.groupId, protocolType: 'streams', groupState: state, groupType: 'streams' });
+      }
     }
     return out;
   }
@@ -1722,7 +1776,7 @@ export class GroupCoordinator {
     const shard = this.shardOf(groupId);
     if (!shard) return described(ErrorCode.NOT_COORDINATOR);
     // A consumer group is no classic group: Dead, which DescribeGroups v6 answers GROUP_ID_NOT_FOUND.
-    if (shard.consumerGroups.has(groupId)) return { ...described(ErrorCode.NONE, 'Dead'), consumerGroup: true };
+    if (shard.consumerGroups.has(groupId) || shard.streamsGroups.has(groupId)) return { ...described(ErrorCode.NONE, 'Dead'), consumerGroup: true };
     const group = shard.groups.get(groupId);
     if (!group || group.is('Dead')) return described(ErrorCode.NONE, 'Dead');
     const stable = group.is('Stable') && group.protocolName !== null;
@@ -1752,9 +1806,12 @@ export class GroupCoordinator {
     const shard = this.shardOf(groupId);
     if (!shard) return ErrorCode.NOT_COORDINATOR;
     const consumerGroup = shard.consumerGroups.get(groupId);
+    const streamsGroup = shard.streamsGroups.get(groupId);
     const group = shard.groups.get(groupId);
     if (consumerGroup) {
       if (consumerGroup.members.size > 0) return ErrorCode.NON_EMPTY_GROUP;
+    } else if (streamsGroup) {
+      if (streamsGroup.members.size > 0) return ErrorCode.NON_EMPTY_GROUP;
     } else {
       if (!group || group.is('Dead')) return ErrorCode.GROUP_ID_NOT_FOUND;
       if (!group.is('Empty')) return ErrorCode.NON_EMPTY_GROUP;
@@ -1769,11 +1826,13 @@ export class GroupCoordinator {
     if (consumerGroup) {
       for (const memberId of consumerGroup.target.keys()) records.push({ kind: 'consumer', type: 7, groupId, memberId, value: null });
       records.push({ kind: 'consumer', type: 6, groupId, value: null }, { kind: 'consumer', type: 3, groupId, value: null });
-    } else records.push(groupMetadataRecord(groupId, null));
+    } else if (streamsGroup) records.push(...this.streams.deletionRecords(streamsGroup));
+    else records.push(groupMetadataRecord(groupId, null));
     const error = this.append(shard, records);
     if (error !== ErrorCode.NONE) return appendErrorToResponseError(error);
     shard.dropOffsetsOf(groupId);
     shard.consumerGroups.delete(groupId);
+    shard.streamsGroups.delete(groupId);
     this.dropGroup(shard, groupId);
     this.log.info({ group: groupId }, 'deleted group');
     return ErrorCode.NONE;
@@ -1806,6 +1865,7 @@ export class GroupCoordinator {
     if (problem) return problem;
     const shard = this.shardOf(p.groupId);
     if (!shard) return heartbeatFailure(ErrorCode.NOT_COORDINATOR, null);
+    if (shard.streamsGroups.has(p.groupId)) return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${p.groupId} is not a consumer group.`);
     if (p.memberEpoch === LEAVE_EPOCH || p.memberEpoch === STATIC_LEAVE_EPOCH) return this.consumerLeave(shard, p);
     const now = this.timer.now();
     const records: CoordinatorRecord[] = [];
@@ -2841,6 +2901,7 @@ export class GroupCoordinator {
       for (const member of group.members.values()) this.rescheduleHeartbeat(shard, group, member);
       if (group.numMembers > this.config.maxSize) this.prepareRebalance(shard, group);
     }
+    this.streams.onLoaded(shard);
     // Consumer group members get a fresh session, and those revoking a fresh rebalance timeout.
     for (const group of shard.consumerGroups.values()) {
       for (const member of group.members.values()) {
@@ -2853,7 +2914,8 @@ export class GroupCoordinator {
       const pending = [...shard.pendingEntries()].length;
       // groups counts both kinds; consumerGroups those of the consumer protocol (KIP-848).
       const consumerGroups = shard.consumerGroups.size;
-      this.log.info({ partition, records, groups: shard.groups.size + consumerGroups, consumerGroups, offsets, pending }, 'loaded group coordinator state');
+      const streamsGroups = shard.streamsGroups.size;
+      this.log.info({ partition, records, groups: shard.groups.size + consumerGroups + streamsGroups, consumerGroups, streamsGroups, offsets, pending }, 'loaded group coordinator state');
     }
   }
 
@@ -2863,13 +2925,21 @@ export class GroupCoordinator {
       this.replayConsumer(shard, r);
       return;
     }
+    if (r.kind === 'streams') {
+      // A streams group replaces a classic group of the same id that only held offsets.
+      if (r.value !== null) shard.groups.delete(r.groupId);
+      this.streams.replay(shard, r);
+      return;
+    }
     if (r.kind === 'offset') {
       const { group: groupId, topic, partition } = r.key;
       if (r.value === null) {
         shard.removeOffset(groupId, topic, partition);
         return;
       }
-      if (!shard.groups.has(groupId) && !shard.consumerGroups.has(groupId)) shard.groups.set(groupId, new ClassicGroup(groupId, { state: 'Empty', now }));
+      if (!shard.groups.has(groupId) && !shard.consumerGroups.has(groupId) && !shard.streamsGroups.has(groupId)) {
+        shard.groups.set(groupId, new ClassicGroup(groupId, { state: 'Empty', now }));
+      }
       const v = r.value;
       const entry: OffsetEntry = {
         offset: v.offset,
@@ -2910,6 +2980,7 @@ export class GroupCoordinator {
       group.state = 'Dead';
     }
     for (const group of shard.consumerGroups.values()) for (const id of group.members.keys()) this.cancelConsumerMemberTimers(group.groupId, id);
+    this.streams.onUnloaded(shard);
   }
 
   private dropGroup(shard: Shard, groupId: string): void {
