@@ -138,7 +138,7 @@ final class StreamsEosScenario {
         String suffix = System.currentTimeMillis() + "-" + ProcessHandle.current().pid();
         String input = name + "-in-" + suffix;
         String output = name + "-out-" + suffix;
-        String appId = "gregor-compat-wordcount-" + suffix;
+        String baseAppId = "gregor-compat-wordcount-" + suffix;
 
         WordText text = WordText.generate(SEED, LINES);
         log("text: " + LINES + " lines, " + text.words + " words, " + text.expected.size()
@@ -152,6 +152,7 @@ final class StreamsEosScenario {
         } else {
             log(ClusterControl.ENV + " not set: no broker is killed");
         }
+        String appId = streamsProtocol && control != null ? awayFromBootstrap(admin, control, baseAppId) : baseAppId;
 
         CountView view = new CountView(text.expected);
         Path stateDir = Files.createTempDirectory("gregor-compat-streams-");
@@ -211,7 +212,7 @@ final class StreamsEosScenario {
                     if (control != null) {
                         List<ClusterControl.Broker> all = control.brokers();
                         lone = all.size() == 1 && streamsProtocol;
-                        killed = lone ? all.get(0) : pickVictim(admin, control, input);
+                        killed = lone ? all.get(0) : streamsProtocol ? pickCoordinator(admin, control, appId, input) : pickVictim(admin, control, input);
                         log("killing broker " + killed.id() + " (" + killed.bootstrap() + ")");
                         control.kill(killed.id(), left(KILL_TIMEOUT));
                         killedAt = System.nanoTime();
@@ -487,6 +488,62 @@ final class StreamsEosScenario {
         }
         log("input partitions by leader " + led + "; broker " + best.id() + " leads " + led.get(best.id()));
         return best;
+    }
+
+    /**
+     * With group.protocol=streams on a cluster: the group's coordinator, so that the group must
+     * come back on another broker from what the coordinator wrote (when the coordinator is the
+     * only bootstrap address, a leader of the input as for streams-eos).
+     */
+    private ClusterControl.Broker pickCoordinator(Admin admin, ClusterControl control, String appId, String input) throws Exception {
+        Node coordinator = admin.describeStreamsGroups(List.of(appId)).all()
+                .get(CALL.toMillis(), TimeUnit.MILLISECONDS).get(appId).coordinator();
+        List<String> seeds = Arrays.stream(bootstrap.split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList();
+        for (ClusterControl.Broker b : control.brokers()) {
+            if (b.running() && coordinator != null && b.id() == coordinator.id()
+                    && !(seeds.size() == 1 && sameAddress(seeds.get(0), b.bootstrap()))) {
+                log("group " + appId + " is coordinated by broker " + b.id());
+                return b;
+            }
+        }
+        log("the coordinator of " + appId + " (" + coordinator + ") is the only bootstrap address: killing a leader of the input instead");
+        return pickVictim(admin, control, input);
+    }
+
+    /**
+     * With group.protocol=streams on a cluster: an application id whose group is coordinated by a
+     * broker the clients do not bootstrap from (the leader of its __consumer_offsets partition,
+     * abs(hashCode) modulo the partitions, as Kafka places groups), so that killing the coordinator
+     * moves the group to another broker while the clients can still reach the cluster.
+     */
+    private String awayFromBootstrap(Admin admin, ClusterControl control, String base) throws Exception {
+        List<String> seeds = Arrays.stream(bootstrap.split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList();
+        if (seeds.size() != 1 || control.brokers().size() < 2) {
+            return base;
+        }
+        try {
+            // FindCoordinator creates __consumer_offsets when it does not exist yet.
+            admin.describeStreamsGroups(List.of(base)).all().get(CALL.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.ExecutionException expected) {
+            // The group does not exist yet.
+        }
+        TopicDescription offsets = admin.describeTopics(List.of("__consumer_offsets")).allTopicNames()
+                .get(CALL.toMillis(), TimeUnit.MILLISECONDS).get("__consumer_offsets");
+        Integer seedId = null;
+        for (ClusterControl.Broker b : control.brokers()) {
+            if (sameAddress(seeds.get(0), b.bootstrap())) {
+                seedId = b.id();
+            }
+        }
+        int n = offsets.partitions().size();
+        for (int i = 0; i < 100; i++) {
+            String candidate = i == 0 ? base : base + "-" + i;
+            TopicPartitionInfo p = offsets.partitions().get((candidate.hashCode() & 0x7fffffff) % n);
+            if (p.leader() != null && (seedId == null || p.leader().id() != seedId)) {
+                return candidate;
+            }
+        }
+        return base;
     }
 
     private static boolean sameAddress(String a, String b) {
