@@ -800,6 +800,11 @@ export class GroupCoordinator {
 
   private join(shard: Shard, p: JoinGroupParams, waiter: Waiter<JoinGroupResult>): void {
     const isUnknownMember = p.memberId === '';
+    if (shard.streamsGroups.has(p.groupId)) {
+      // A streams group's id is not a classic group's, as Kafka answers a JoinGroup for it.
+      waiter.complete(joinError(ErrorCode.GROUP_ID_NOT_FOUND, p.memberId));
+      return;
+    }
     const consumerGroup = shard.consumerGroups.get(p.groupId);
     if (consumerGroup) {
       // A consumer group with members takes the classic member as one of its own (see classicJoinToConsumerGroup);
@@ -1606,6 +1611,9 @@ export class GroupCoordinator {
         const id = image.topics.get(topic)?.topicId;
         return id !== undefined && ids.has(id);
       };
+    } else if (shard.streamsGroups.has(groupId)) {
+      const streamsGroup = shard.streamsGroups.get(groupId)!;
+      subscribed = (topic) => this.streams.readsTopic(streamsGroup, topic);
     } else {
       if (!group || group.is('Dead')) return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
       if (!group.is('Empty') && !group.usesConsumerProtocol) return { errorCode: ErrorCode.NON_EMPTY_GROUP, topics: [] };

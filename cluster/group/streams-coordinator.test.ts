@@ -3,7 +3,7 @@ import { ErrorCode } from '../../wire/errors.js';
 import { buildImage, type MetadataImage, type TopicImage } from '../metadata/metadata-image.js';
 import { GROUP_METADATA_TOPIC } from '../coordinator/partition-for.js';
 import { deserializeRecord, serializeRecord, type CoordinatorRecord } from './group-records.js';
-import { FakeMetadataStore, MemoryOffsetsStore, consumerJoin, harness, type Harness } from './group-test-support.js';
+import { FakeMetadataStore, MemoryOffsetsStore, consumerJoin, harness, joinParams, type Harness } from './group-test-support.js';
 import { DEFAULT_STREAMS_GROUPS_CONFIG, type StreamsGroupHeartbeatParams, type StreamsGroupHeartbeatResult } from './streams-coordinator.js';
 import type { Topology } from './streams-group.js';
 import { StreamsStatus } from './streams-group.js';
@@ -140,7 +140,7 @@ describe('streams groups (KIP-1071): StreamsGroupHeartbeat', () => {
     expect(s.describe('app').groupState).toBe('Stable');
   });
 
-  it('answers Kafka\'s errors: unknown group and member, fenced epochs, a different topology, invalid requests', () => {
+  it('answers Kafka\'s errors: unknown group and member, fenced epochs, a different topology, invalid requests', async () => {
     const h = running();
     const s = h.coordinator.streams;
     s.heartbeat(beat('A', 1, {}));
@@ -167,8 +167,9 @@ describe('streams groups (KIP-1071): StreamsGroupHeartbeat', () => {
     const sized = topology();
     sized.subtopologies[1]!.stateChangelogTopics[0]!.partitions = 3;
     expect(code(join('B', { topology: sized }))[0]).toBe(ErrorCode.STREAMS_INVALID_TOPOLOGY);
-    // A consumer group heartbeat cannot take over a streams group's id.
+    // Neither a consumer group heartbeat nor a classic join can take over a streams group's id.
     expect(h.coordinator.consumerGroupHeartbeat(consumerJoin('C', { groupId: 'app' })).errorCode).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+    expect((await h.coordinator.joinGroup(joinParams({ groupId: 'app' }))).errorCode).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
   });
 
   it('tells a member of missing source topics and of a stale topology', () => {
@@ -276,6 +277,7 @@ describe('streams groups (KIP-1071): StreamsGroupHeartbeat', () => {
     expect(c.fetchOffsets('app', [{ name: 'in', partitionIndexes: [0] }], false, { memberId: 'A', memberEpoch: 1 }).errorCode).toBe(ErrorCode.STALE_MEMBER_EPOCH);
     expect(c.fetchOffsets('app', [{ name: 'in', partitionIndexes: [0] }], false, { memberId: 'A', memberEpoch: 2 }).topics[0]!.partitions[0]!.committedOffset).toBe(5n);
     expect(c.deleteGroup('app')).toBe(ErrorCode.NON_EMPTY_GROUP);
+    expect(c.deleteOffsets('app', [{ name: 'in', partitions: [0] }]).topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC);
     c.streams.heartbeat(beat('A', -1, null));
     expect(c.deleteGroup('app')).toBe(ErrorCode.NONE);
     expect(c.streams.describe('app').errorCode).toBe(ErrorCode.GROUP_ID_NOT_FOUND);

@@ -401,6 +401,7 @@ export class StreamsCoordinator {
       }
     }
     const updated = copyStreamsMember(old);
+    if (p.instanceId !== null) updated.instanceId = p.instanceId;
     if (p.rackId !== null) updated.rackId = p.rackId;
     if (p.rebalanceTimeoutMs !== -1) updated.rebalanceTimeoutMs = p.rebalanceTimeoutMs;
     if (p.topology !== null) updated.topologyEpoch = p.topology.epoch;
@@ -860,6 +861,13 @@ export class StreamsCoordinator {
       }
     }
     return ErrorCode.NONE;
+  }
+
+  /** Whether the group's members read `topic` (OffsetDelete answers GROUP_SUBSCRIBED_TO_TOPIC for it); an empty group reads nothing. */
+  readsTopic(group: StreamsGroup, topic: string): boolean {
+    if (group.members.size === 0 || group.topology === null) return false;
+    group.configured ??= configureTopology(group.topology, this.host.metadata.image());
+    return subtopologiesReading(group.configured, topic).length > 0;
   }
 
   /** Kafka's StreamsGroup.validateOffsetFetch for a member's OffsetFetch (v9+). */
