@@ -108,8 +108,8 @@ describe('ApiVersions', () => {
       // Security: SASL, ACLs, SCRAM credentials, quotas, delegation tokens.
       [17, 'security'], [36, 'security'], [29, 'security'], [30, 'security'], [31, 'security'], [50, 'security'], [51, 'security'],
       [48, 'security'], [49, 'security'], [38, 'security'], [39, 'security'], [40, 'security'], [41, 'security'],
-      // Share groups (KIP-932) and streams groups (KIP-1071), with their inter-broker share state APIs.
-      [88, 'streams'], [89, 'streams'], [93, 'streams'],
+      // The topology description of streams groups (KIP-1331).
+      [93, 'streams'],
     ]);
     const ours = new Map(advertisedVersions().map((v) => [v.apiKey, v]));
     const oldest = new Map(API_MESSAGES.map((a) => [a.apiKey, a.request.versions[0]]));

@@ -17,6 +17,7 @@ import type { ReplicaManager } from '../cluster/replication/replica-manager.js';
 import type { GroupCoordinator, GroupCoordinatorConfig } from '../cluster/group/group-coordinator.js';
 import type { TransactionCoordinator, TransactionCoordinatorConfig } from '../cluster/txn/txn-coordinator.js';
 import type { TransactionVerifier } from '../cluster/txn/txn-verifier.js';
+import { DEFAULT_STREAMS_GROUPS_CONFIG } from '../cluster/group/streams-coordinator.js';
 
 export interface BrokerSettings {
   readonly nodeId: number;
@@ -58,6 +59,10 @@ export interface BrokerSettings {
   readonly shareCoordinatorStateTopicReplicationFactor?: number;
   readonly shareCoordinatorStateTopicMinIsr?: number;
   readonly shareCoordinatorStateTopicSegmentBytes?: number;
+  readonly groupStreamsSessionTimeoutMs?: number;
+  readonly groupStreamsHeartbeatIntervalMs?: number;
+  readonly groupStreamsNumStandbyReplicas?: number;
+  readonly groupStreamsInitialRebalanceDelayMs?: number;
   readonly offsetsRetentionMinutes?: number;
   readonly offsetsRetentionCheckIntervalMs?: number;
   readonly offsetMetadataMaxBytes?: number;
@@ -164,6 +169,13 @@ export function groupCoordinatorConfig(settings: BrokerSettings): Partial<GroupC
   if (settings.groupShareHeartbeatIntervalMs !== undefined) c.shareHeartbeatIntervalMs = settings.groupShareHeartbeatIntervalMs;
   if (settings.groupShareMaxSize !== undefined) c.shareMaxSize = settings.groupShareMaxSize;
   if (settings.groupShareAssignmentIntervalMs !== undefined) c.shareAssignmentIntervalMs = settings.groupShareAssignmentIntervalMs;
+  c.streams = {
+    ...DEFAULT_STREAMS_GROUPS_CONFIG,
+    ...(settings.groupStreamsSessionTimeoutMs !== undefined ? { sessionTimeoutMs: settings.groupStreamsSessionTimeoutMs } : {}),
+    ...(settings.groupStreamsHeartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: settings.groupStreamsHeartbeatIntervalMs } : {}),
+    ...(settings.groupStreamsNumStandbyReplicas !== undefined ? { numStandbyReplicas: settings.groupStreamsNumStandbyReplicas } : {}),
+    ...(settings.groupStreamsInitialRebalanceDelayMs !== undefined ? { initialRebalanceDelayMs: settings.groupStreamsInitialRebalanceDelayMs } : {}),
+  };
   if (settings.offsetsRetentionMinutes !== undefined) c.offsetsRetentionMs = settings.offsetsRetentionMinutes * 60_000;
   if (settings.offsetsRetentionCheckIntervalMs !== undefined) c.offsetsRetentionCheckIntervalMs = settings.offsetsRetentionCheckIntervalMs;
   if (settings.offsetMetadataMaxBytes !== undefined) c.offsetMetadataMaxBytes = settings.offsetMetadataMaxBytes;

@@ -47,6 +47,8 @@ import { listPartitionReassignments } from './list-partition-reassignments.js';
 import { writeTxnMarkers } from './write-txn-markers.js';
 import { consumerGroupHeartbeat } from './consumer-group-heartbeat.js';
 import { consumerGroupDescribe } from './consumer-group-describe.js';
+import { streamsGroupHeartbeat } from './streams-group-heartbeat.js';
+import { streamsGroupDescribe } from './streams-group-describe.js';
 import { updateFeatures } from './update-features.js';
 import { unregisterBroker } from './unregister-broker.js';
 import { listConfigResources } from './list-config-resources.js';
@@ -108,6 +110,8 @@ export const HANDLERS: readonly ApiHandler[] = [
   listPartitionReassignments,
   consumerGroupHeartbeat,
   consumerGroupDescribe,
+  streamsGroupHeartbeat,
+  streamsGroupDescribe,
   updateFeatures,
   unregisterBroker,
   listConfigResources,

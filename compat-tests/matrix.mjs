@@ -17,7 +17,7 @@ import { gregorProxiedArgs, proxiedEnv, reserveProxiedListener, reserveProxiedLi
 export const SCENARIOS = [
   'admin', 'consumer-group-rules', 'corrupt-batch', 'feature-rules', 'group', 'group-admin', 'group-configs', 'group-consumer', 'group-migration', 'idempotent', 'idempotent-cut', 'log-dirs',
   'metadata', 'metadata-rules', 'produce', 'roundtrip', 'share-group',
-  'streams-eos', 'topic-partitions', 'txn', 'txn-cluster',
+  'streams-eos', 'streams-groups', 'topic-partitions', 'txn', 'txn-cluster',
 ];
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -80,7 +80,7 @@ const CLUSTER_LOG_SHOWN = 5;
 const CHECK_TIMEOUT_MS = 15_000;
 const SCENARIO_TIMEOUT_MS = 60_000;
 // Scenarios that need longer than SCENARIO_TIMEOUT_MS (their own bounds stay below these).
-const SCENARIO_TIMEOUTS_MS = { 'streams-eos': 240_000, 'txn-cluster': 120_000, 'group-consumer': 140_000, 'group-configs': 100_000, 'group-migration': 100_000, 'share-group': 160_000 };
+const SCENARIO_TIMEOUTS_MS = { 'streams-eos': 240_000, 'streams-groups': 240_000, 'txn-cluster': 120_000, 'group-consumer': 140_000, 'group-configs': 100_000, 'group-migration': 100_000, 'share-group': 160_000 };
 const scenarioTimeout = (s) => SCENARIO_TIMEOUTS_MS[s] ?? SCENARIO_TIMEOUT_MS;
 const BROKER_START_GUARD_MS = 180_000;
 const OUTPUT_LIMIT = 64 * 1024;

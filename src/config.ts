@@ -187,6 +187,10 @@ export interface BrokerConfig {
   readonly shareCoordinatorStateTopicReplicationFactor: number;
   readonly shareCoordinatorStateTopicMinIsr: number;
   readonly shareCoordinatorStateTopicSegmentBytes: number;
+  readonly groupStreamsSessionTimeoutMs: number;
+  readonly groupStreamsHeartbeatIntervalMs: number;
+  readonly groupStreamsNumStandbyReplicas: number;
+  readonly groupStreamsInitialRebalanceDelayMs: number;
   readonly offsetsRetentionMinutes: number;
   readonly offsetsRetentionCheckIntervalMs: number;
   readonly offsetMetadataMaxBytes: number;
@@ -361,6 +365,10 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     shareCoordinatorStateTopicReplicationFactor: int('share.coordinator.state.topic.replication.factor'),
     shareCoordinatorStateTopicMinIsr: int('share.coordinator.state.topic.min.isr'),
     shareCoordinatorStateTopicSegmentBytes: int('share.coordinator.state.topic.segment.bytes'),
+    groupStreamsSessionTimeoutMs: int('group.streams.session.timeout.ms'),
+    groupStreamsHeartbeatIntervalMs: int('group.streams.heartbeat.interval.ms'),
+    groupStreamsNumStandbyReplicas: int('group.streams.num.standby.replicas'),
+    groupStreamsInitialRebalanceDelayMs: int('group.streams.initial.rebalance.delay.ms'),
     offsetsRetentionMinutes: int('offsets.retention.minutes'),
     offsetsRetentionCheckIntervalMs: int('offsets.retention.check.interval.ms'),
     offsetMetadataMaxBytes: int('offset.metadata.max.bytes'),

@@ -95,6 +95,9 @@ import {
 import { DEFAULT_SHARE_GROUPS_CONFIG, ShareGroups, type ShareGroupsConfig } from './share-groups.js';
 import type { Persister } from '../share/persister.js';
 
+import { DEFAULT_STREAMS_GROUPS_CONFIG, StreamsCoordinator, type StreamsGroupsConfig } from './streams-coordinator.js';
+import type { StreamsGroup } from './streams-group.js';
+
 export { type GroupState, type JoinGroupResult, type SyncGroupResult, type Protocol } from './group-classic.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -131,6 +134,8 @@ export interface GroupCoordinatorConfig extends ShareGroupsConfig {
   readonly consumerAssignmentIntervalMs: number;
   /** group.consumer.migration.policy: which online conversions between the classic and the consumer protocol a group with members may make */
   readonly consumerMigrationPolicy: ConsumerMigrationPolicy;
+  /** group.streams.*: the settings of streams groups (KIP-1071) */
+  readonly streams: StreamsGroupsConfig;
 }
 
 /** group.consumer.migration.policy's values (Kafka's ConsumerGroupMigrationPolicy). */
@@ -154,6 +159,7 @@ export const DEFAULT_GROUP_COORDINATOR_CONFIG: GroupCoordinatorConfig = {
   consumerAssignmentIntervalMs: 1000,
   consumerMigrationPolicy: 'bidirectional',
   ...DEFAULT_SHARE_GROUPS_CONFIG,
+  streams: DEFAULT_STREAMS_GROUPS_CONFIG,
 };
 
 export interface GroupCoordinatorLogger {
@@ -356,6 +362,8 @@ class Shard {
   readonly groups = new Map<string, ClassicGroup>();
   /** Groups of the consumer protocol (KIP-848); a group id is in one of the two maps at most. */
   readonly consumerGroups = new Map<string, ConsumerGroup>();
+  /** Streams groups (KIP-1071, streams-coordinator.ts); a group id is in one of the three maps at most. */
+  readonly streamsGroups = new Map<string, StreamsGroup>();
   private readonly committed = new OffsetTable();
   private readonly pending = new Map<bigint, OffsetTable>();
   private readonly openTransactions = new Map<string, Set<bigint>>();
@@ -697,6 +705,8 @@ export class GroupCoordinator {
   private topicIds = new Map<string, string>();
   /** The share groups (KIP-932) of the partitions loaded here; unavailable without a persister. */
   readonly shares: ShareGroups;
+  /** Streams groups (KIP-1071), on this coordinator's shards and log. */
+  readonly streams: StreamsCoordinator;
 
   constructor(
     private readonly nodeId: number,
@@ -717,6 +727,7 @@ export class GroupCoordinator {
         otherGroupType: (groupId) => {
           const shard = this.shardOf(groupId);
           if (shard?.consumerGroups.has(groupId)) return 'consumer';
+          if (shard?.streamsGroups.has(groupId)) return 'streams';
           const classic = shard?.groups.get(groupId);
           return classic && !classic.is('Dead') ? 'classic' : null;
         },
@@ -733,6 +744,29 @@ export class GroupCoordinator {
       log,
       this.config,
       opts.persister,
+    );
+    this.streams = new StreamsCoordinator(
+      {
+        metadata: this.metadata,
+        timer: this.timer,
+        log: this.log,
+        stopped: () => this.stopped,
+        shardOf: (groupId) => this.shardOf(groupId),
+        isLoaded: (shard) => this.shards.get(shard.partition) === shard,
+        otherGroup: (shard, groupId) => {
+          const s = shard as Shard;
+          if (s.consumerGroups.has(groupId) || this.shares.has(groupId)) return 'other';
+          const classic = s.groups.get(groupId);
+          if (!classic || classic.is('Dead')) return 'none';
+          return classic.numMembers === 0 ? 'empty-classic' : 'other';
+        },
+        replaceEmptyClassic: (shard, groupId) => ({ records: [groupMetadataRecord(groupId, null)], apply: () => this.dropGroup(shard as Shard, groupId) }),
+        append: (shard, records) => {
+          const error = this.append(shard as Shard, records as CoordinatorRecord[]);
+          return error === ErrorCode.NONE ? error : appendErrorToResponseError(error);
+        },
+      },
+      this.config.streams,
     );
   }
 
@@ -801,6 +835,11 @@ export class GroupCoordinator {
 
   private join(shard: Shard, p: JoinGroupParams, waiter: Waiter<JoinGroupResult>): void {
     const isUnknownMember = p.memberId === '';
+    if (shard.streamsGroups.has(p.groupId)) {
+      // A streams group's id is not a classic group's, as Kafka answers a JoinGroup for it.
+      waiter.complete(joinError(ErrorCode.GROUP_ID_NOT_FOUND, p.memberId));
+      return;
+    }
     const consumerGroup = shard.consumerGroups.get(p.groupId);
     if (consumerGroup) {
       // A consumer group with members takes the classic member as one of its own (see classicJoinToConsumerGroup);
@@ -1364,6 +1403,12 @@ export class GroupCoordinator {
       if (error !== ErrorCode.NONE) return all(error);
       return this.writeCommits(shard, p, now);
     }
+    const streamsGroup = shard.streamsGroups.get(p.groupId);
+    if (streamsGroup) {
+      const error = this.streams.commitError(streamsGroup, { memberId: p.memberId, generationId: p.generationId, v9: p.groupIdNotFoundKnown, topics: p.topics });
+      if (error !== ErrorCode.NONE) return all(error);
+      return this.writeCommits(shard, p, now);
+    }
     let group = shard.groups.get(p.groupId);
     let created = false;
     if (!group) {
@@ -1447,6 +1492,10 @@ export class GroupCoordinator {
       // A producer that is no member (no member id, epoch -1) commits unchecked; a member is checked as for OffsetCommit.
       const producerOnly = p.memberId === '' && p.generationId < 0 && p.groupInstanceId === null;
       const error = producerOnly ? ErrorCode.NONE : this.consumerCommitError(consumerGroup, { memberId: p.memberId, generationId: p.generationId, v9: true, topics: p.topics });
+      if (error !== ErrorCode.NONE) return all(error === ErrorCode.STALE_MEMBER_EPOCH && !p.staleMemberEpochKnown ? ErrorCode.ILLEGAL_GENERATION : error);
+    } else if (shard.streamsGroups.has(p.groupId)) {
+      const producerOnly = p.memberId === '' && p.generationId < 0 && p.groupInstanceId === null;
+      const error = producerOnly ? ErrorCode.NONE : this.streams.commitError(shard.streamsGroups.get(p.groupId)!, { memberId: p.memberId, generationId: p.generationId, v9: true, topics: p.topics });
       if (error !== ErrorCode.NONE) return all(error === ErrorCode.STALE_MEMBER_EPOCH && !p.staleMemberEpochKnown ? ErrorCode.ILLEGAL_GENERATION : error);
     } else {
       if (!group) {
@@ -1548,7 +1597,12 @@ export class GroupCoordinator {
       if (!m) return failed(ErrorCode.UNKNOWN_MEMBER_ID);
       if (m.memberEpoch !== member.memberEpoch) return failed(ErrorCode.STALE_MEMBER_EPOCH);
     }
-    const known = (group !== undefined && !group.is('Dead')) || consumerGroup !== undefined;
+    const streamsGroup = shard.streamsGroups.get(groupId);
+    if (streamsGroup && member && (member.memberId !== null || member.memberEpoch >= 0)) {
+      const error = this.streams.fetchError(streamsGroup, member.memberId, member.memberEpoch);
+      if (error !== ErrorCode.NONE) return failed(error);
+    }
+    const known = (group !== undefined && !group.is('Dead')) || consumerGroup !== undefined || streamsGroup !== undefined;
     const offsets = known ? shard.offsetsOf(groupId) : undefined;
     const unstable = (topic: string, i: number): boolean => known && requireStable && shard.hasPendingOffset(groupId, topic, i);
     if (topics === null) {
@@ -1593,6 +1647,9 @@ export class GroupCoordinator {
         const id = image.topics.get(topic)?.topicId;
         return id !== undefined && ids.has(id);
       };
+    } else if (shard.streamsGroups.has(groupId)) {
+      const streamsGroup = shard.streamsGroups.get(groupId)!;
+      subscribed = (topic) => this.streams.readsTopic(streamsGroup, topic);
     } else {
       if (!group || group.is('Dead')) return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
       if (!group.is('Empty') && !group.usesConsumerProtocol) return { errorCode: ErrorCode.NON_EMPTY_GROUP, topics: [] };
@@ -1746,6 +1803,12 @@ export class GroupCoordinator {
         if (types.size > 0 && !types.has('consumer')) continue;
         out.push({ groupId: group.groupId, protocolType: 'consumer', groupState: group.state, groupType: 'consumer' });
       }
+      for (const group of shard.streamsGroups.values()) {
+        const state = group.state;
+        if (states.size > 0 && !states.has(state.toLowerCase())) continue;
+        if (types.size > 0 && !types.has('streams')) continue;
+        out.push({ groupId: group.groupId, protocolType: 'streams', groupState: state, groupType: 'streams' });
+      }
     }
     for (const g of this.shares.listed()) {
       if (states.size > 0 && !states.has(g.state.toLowerCase())) continue;
@@ -1762,7 +1825,7 @@ export class GroupCoordinator {
     const shard = this.shardOf(groupId);
     if (!shard) return described(ErrorCode.NOT_COORDINATOR);
     // A consumer group is no classic group: Dead, which DescribeGroups v6 answers GROUP_ID_NOT_FOUND.
-    if (shard.consumerGroups.has(groupId) || this.shares.has(groupId)) return { ...described(ErrorCode.NONE, 'Dead'), consumerGroup: true };
+    if (shard.consumerGroups.has(groupId) || shard.streamsGroups.has(groupId) || this.shares.has(groupId)) return { ...described(ErrorCode.NONE, 'Dead'), consumerGroup: true };
     const group = shard.groups.get(groupId);
     if (!group || group.is('Dead')) return described(ErrorCode.NONE, 'Dead');
     const stable = group.is('Stable') && group.protocolName !== null;
@@ -1792,9 +1855,12 @@ export class GroupCoordinator {
     const shard = this.shardOf(groupId);
     if (!shard) return ErrorCode.NOT_COORDINATOR;
     const consumerGroup = shard.consumerGroups.get(groupId);
+    const streamsGroup = shard.streamsGroups.get(groupId);
     const group = shard.groups.get(groupId);
     if (consumerGroup) {
       if (consumerGroup.members.size > 0) return ErrorCode.NON_EMPTY_GROUP;
+    } else if (streamsGroup) {
+      if (streamsGroup.members.size > 0) return ErrorCode.NON_EMPTY_GROUP;
     } else {
       if (!group || group.is('Dead')) return ErrorCode.GROUP_ID_NOT_FOUND;
       if (!group.is('Empty')) return ErrorCode.NON_EMPTY_GROUP;
@@ -1809,11 +1875,13 @@ export class GroupCoordinator {
     if (consumerGroup) {
       for (const memberId of consumerGroup.target.keys()) records.push({ kind: 'consumer', type: 7, groupId, memberId, value: null });
       records.push({ kind: 'consumer', type: 6, groupId, value: null }, { kind: 'consumer', type: 3, groupId, value: null });
-    } else records.push(groupMetadataRecord(groupId, null));
+    } else if (streamsGroup) records.push(...this.streams.deletionRecords(streamsGroup));
+    else records.push(groupMetadataRecord(groupId, null));
     const error = this.append(shard, records);
     if (error !== ErrorCode.NONE) return appendErrorToResponseError(error);
     shard.dropOffsetsOf(groupId);
     shard.consumerGroups.delete(groupId);
+    shard.streamsGroups.delete(groupId);
     this.dropGroup(shard, groupId);
     this.log.info({ group: groupId }, 'deleted group');
     return ErrorCode.NONE;
@@ -1846,7 +1914,7 @@ export class GroupCoordinator {
     if (problem) return problem;
     const shard = this.shardOf(p.groupId);
     if (!shard) return heartbeatFailure(ErrorCode.NOT_COORDINATOR, null);
-    if (this.shares.has(p.groupId)) return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${p.groupId} is not a consumer group.`);
+    if (this.shares.has(p.groupId) || shard.streamsGroups.has(p.groupId)) return heartbeatFailure(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${p.groupId} is not a consumer group.`);
     if (p.memberEpoch === LEAVE_EPOCH || p.memberEpoch === STATIC_LEAVE_EPOCH) return this.consumerLeave(shard, p);
     const now = this.timer.now();
     const records: CoordinatorRecord[] = [];
@@ -2884,6 +2952,7 @@ export class GroupCoordinator {
       for (const member of group.members.values()) this.rescheduleHeartbeat(shard, group, member);
       if (group.numMembers > this.config.maxSize) this.prepareRebalance(shard, group);
     }
+    this.streams.onLoaded(shard);
     // Consumer group members get a fresh session, and those revoking a fresh rebalance timeout.
     for (const group of shard.consumerGroups.values()) {
       for (const member of group.members.values()) {
@@ -2896,7 +2965,8 @@ export class GroupCoordinator {
       const pending = [...shard.pendingEntries()].length;
       // groups counts both kinds; consumerGroups those of the consumer protocol (KIP-848).
       const consumerGroups = shard.consumerGroups.size;
-      this.log.info({ partition, records, groups: shard.groups.size + consumerGroups + shareGroups, consumerGroups, shareGroups, offsets, pending }, 'loaded group coordinator state');
+      const streamsGroups = shard.streamsGroups.size;
+      this.log.info({ partition, records, groups: shard.groups.size + consumerGroups + shareGroups + streamsGroups, consumerGroups, shareGroups, streamsGroups, offsets, pending }, 'loaded group coordinator state');
     }
   }
 
@@ -2916,13 +2986,21 @@ export class GroupCoordinator {
       this.replayConsumer(shard, r);
       return;
     }
+    if (r.kind === 'streams') {
+      // A streams group replaces a classic group of the same id that only held offsets.
+      if (r.value !== null) shard.groups.delete(r.groupId);
+      this.streams.replay(shard, r);
+      return;
+    }
     if (r.kind === 'offset') {
       const { group: groupId, topic, partition } = r.key;
       if (r.value === null) {
         shard.removeOffset(groupId, topic, partition);
         return;
       }
-      if (!shard.groups.has(groupId) && !shard.consumerGroups.has(groupId) && !this.shares.has(groupId)) shard.groups.set(groupId, new ClassicGroup(groupId, { state: 'Empty', now }));
+      if (!shard.groups.has(groupId) && !shard.consumerGroups.has(groupId) && !shard.streamsGroups.has(groupId) && !this.shares.has(groupId)) {
+        shard.groups.set(groupId, new ClassicGroup(groupId, { state: 'Empty', now }));
+      }
       const v = r.value;
       const entry: OffsetEntry = {
         offset: v.offset,
@@ -2965,6 +3043,7 @@ export class GroupCoordinator {
       group.state = 'Dead';
     }
     for (const group of shard.consumerGroups.values()) for (const id of group.members.keys()) this.cancelConsumerMemberTimers(group.groupId, id);
+    this.streams.onUnloaded(shard);
   }
 
   private dropGroup(shard: Shard, groupId: string): void {

@@ -11,7 +11,8 @@
  * metadata, the group's epoch, the target assignment's epoch and each
  * member's part of it, each member's current assignment, and which topics'
  * share-partition state is initializing, initialized or being deleted);
- * other types (streams groups, regular expressions) are skipped. Its value is an int16 version
+ * 17 and 19-23 those of a streams group (streams-records.ts); other types
+ * (regular expressions) are skipped. Its value is an int16 version
  * followed by the value struct, or null: a tombstone, which deletes what the
  * key names. As Kafka 4.0 writes them: offset keys at version 1, group keys
  * at 2, group values at 3, offset values at 3, or at 1 when the commit
@@ -65,6 +66,7 @@ import type { ShareGroupTargetAssignmentMetadataValue as ShareGroupTargetAssignm
 import type { ShareGroupTargetAssignmentMemberValue as ShareGroupTargetAssignmentMemberValueT } from '../../wire/messages/share-group-target-assignment-member-value.js';
 import type { ShareGroupCurrentMemberAssignmentValue as ShareGroupCurrentMemberAssignmentValueT } from '../../wire/messages/share-group-current-member-assignment-value.js';
 import type { ShareGroupStatePartitionMetadataValue as ShareGroupStatePartitionMetadataValueT } from '../../wire/messages/share-group-state-partition-metadata-value.js';
+import { STREAMS_RECORD_DECLS, isStreamsRecordType, type StreamsGroupRecord } from './streams-records.js';
 
 export type { MemberMetadata };
 export type OffsetCommitKeyData = OffsetCommitKeyT;
@@ -132,7 +134,8 @@ export type CoordinatorRecord =
   | { readonly kind: 'offset'; readonly key: OffsetCommitKeyT; readonly value: OffsetCommitValueT | null }
   | { readonly kind: 'group'; readonly key: GroupMetadataKeyT; readonly value: GroupMetadataValueT | null }
   | ConsumerGroupRecord
-  | ShareGroupRecord;
+  | ShareGroupRecord
+  | StreamsGroupRecord;
 
 /** A record of a kind this coordinator does not keep (KIP-848, share groups), or one it cannot read. */
 export interface SkippedRecord {
@@ -157,8 +160,8 @@ function versioned(version: number, body: Buffer): Buffer {
 
 /** The key and value bytes of a record as they go into __consumer_offsets. */
 export function serializeRecord(r: CoordinatorRecord): { key: Buffer; value: Buffer | null } {
-  if (r.kind === 'consumer' || r.kind === 'share') {
-    const decls = r.kind === 'consumer' ? CONSUMER_RECORD_DECLS[r.type] : SHARE_RECORD_DECLS[r.type];
+  if (r.kind === 'consumer' || r.kind === 'share' || r.kind === 'streams') {
+    const decls = r.kind === 'consumer' ? CONSUMER_RECORD_DECLS[r.type] : r.kind === 'share' ? SHARE_RECORD_DECLS[r.type] : STREAMS_RECORD_DECLS[r.type];
     const keyFields = 'memberId' in r ? { groupId: r.groupId, memberId: r.memberId } : { groupId: r.groupId };
     const key = versioned(r.type, encode(decls.key, KEY_SCHEMA_VERSION, keyFields));
     return { key, value: r.value === null ? null : versioned(CONSUMER_VALUE_VERSION, encode(decls.value, CONSUMER_VALUE_VERSION, r.value)) };
@@ -217,6 +220,15 @@ export function deserializeRecord(key: Buffer | null, value: Buffer | null): Coo
     if (typeof v === 'string') return { kind: 'skipped', reason: v };
     const base = decls.member ? { groupId: k.value.groupId, memberId: k.value.memberId ?? '' } : { groupId: k.value.groupId };
     return { kind: 'share', type, ...base, value: v } as ShareGroupRecord;
+  }
+  if (isStreamsRecordType(keyVersion)) {
+    const decls = STREAMS_RECORD_DECLS[keyVersion];
+    const k = decode<{ groupId: string; memberId?: string }>(decls.key, KEY_SCHEMA_VERSION, key.subarray(2));
+    if (!k.ok) return { kind: 'skipped', reason: k.error };
+    const v = value === null ? null : decodeValue<object>(decls.value, value);
+    if (typeof v === 'string') return { kind: 'skipped', reason: v };
+    const base = decls.member ? { groupId: k.value.groupId, memberId: k.value.memberId ?? '' } : { groupId: k.value.groupId };
+    return { kind: 'streams', type: keyVersion, ...base, value: v } as StreamsGroupRecord;
   }
   return { kind: 'skipped', reason: `record type ${keyVersion} is not a group record gregor keeps` };
 }

@@ -91,7 +91,7 @@ export interface ShareGroupsHost {
   /** The partition of __consumer_offsets coordinating `groupId` on this broker, or the error to answer. */
   partitionOf(groupId: string): { partition: number } | { errorCode: number };
   /** Whether the id names a classic or consumer group (a group id names one group of one type). */
-  otherGroupType(groupId: string): 'classic' | 'consumer' | null;
+  otherGroupType(groupId: string): 'classic' | 'consumer' | 'streams' | null;
   /** Appends records to the partition as one batch: NONE, or the error to answer. */
   append(partition: number, records: readonly CoordinatorRecord[]): number;
   /** offsets.commit.timeout.ms, the floor of the initialize retry interval. */

@@ -4,7 +4,8 @@
  * cluster runs at. A feature at level 0 is off and, as Kafka does, is not
  * listed among the finalized ones. Clients decide from these which protocol
  * to use: transaction.version 2 turns on transactions v2 (KIP-890) in the
- * Java client, group.version 1 the consumer group protocol (KIP-848).
+ * Java client, group.version 1 the consumer group protocol (KIP-848),
+ * streams.version 1 the streams group protocol (KIP-1071).
  *
  * Levels follow Apache Kafka 4.4.0's defaults for the features gregor
  * implements; a feature gregor does not implement stays at 0.
@@ -25,7 +26,7 @@ export const FEATURES: readonly Feature[] = [
   { name: 'transaction.version', minSupported: 0, maxSupported: 2, level: 2 },
   { name: 'group.version', minSupported: 0, maxSupported: 1, level: 1 },
   { name: 'share.version', minSupported: 0, maxSupported: 2, level: 2 },
-  { name: 'streams.version', minSupported: 0, maxSupported: 0, level: 0 },
+  { name: 'streams.version', minSupported: 0, maxSupported: 1, level: 1 },
   { name: 'eligible.leader.replicas.version', minSupported: 0, maxSupported: 0, level: 0 },
 ];
 

@@ -25,20 +25,21 @@ public final class Main {
     private static int run(String[] args) {
         if (args.length == 1 && args[0].equals("scenarios")) {
             System.out.println(StreamsEosScenario.NAME);
+            System.out.println(StreamsEosScenario.NAME_GROUPS);
             return PASS;
         }
         if (args.length != 3 || !args[0].equals("scenario")) {
             System.err.println("usage: scenario <name> <bootstrap host:port[,host:port...]> | scenarios");
             return USAGE;
         }
-        if (!args[1].equals(StreamsEosScenario.NAME)) {
+        if (!args[1].equals(StreamsEosScenario.NAME) && !args[1].equals(StreamsEosScenario.NAME_GROUPS)) {
             System.out.println(LABEL + ": scenario '" + args[1] + "' is not implemented (have: "
-                    + StreamsEosScenario.NAME + ")");
+                    + StreamsEosScenario.NAME + ", " + StreamsEosScenario.NAME_GROUPS + ")");
             return NOT_APPLICABLE;
         }
         int rc;
         try {
-            rc = new StreamsEosScenario(args[2]).run();
+            rc = new StreamsEosScenario(args[1], args[2]).run();
         } catch (Throwable t) {
             System.out.println("FAIL " + LABEL + " " + args[1] + ": " + describe(t));
             return FAIL;

@@ -48,7 +48,10 @@ import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * streams-eos: a Kafka Streams word count with processing.guarantee=exactly_once_v2 on a cluster
- * of at least 3 brokers. Every topic has 3 replicas, so the count must come out exact even when
+ * of at least 3 brokers, with the classic rebalance protocol. streams-groups: the same word count
+ * with group.protocol=streams (KIP-1071, the broker assigns the tasks and creates the internal
+ * topics), on one broker or a cluster (3 replicas there), which Kafka's kafka-streams-groups tool
+ * then lists and describes (members and offsets) while it runs. Every topic has 3 replicas, so the count must come out exact even when
  * a broker leading part of the input is killed in the middle (when the cluster offers a control
  * endpoint, see {@link ClusterControl}). A read_committed reader of the output keeps the latest
  * and the largest count per word: the run passes once every latest count equals the word's
@@ -56,11 +59,10 @@ import org.apache.kafka.streams.state.KeyValueStore;
  */
 final class StreamsEosScenario {
     static final String NAME = "streams-eos";
+    static final String NAME_GROUPS = "streams-groups";
 
-    private static final int MIN_BROKERS = 3;
     private static final int PARTITIONS = 3;
-    private static final short REPLICAS = 3;
-    private static final String MIN_ISR = "2";
+    private static final short MAX_REPLICAS = 3;
     private static final int LINES = 3_000;
     private static final long SEED = 20_261_130L;
 
@@ -84,6 +86,11 @@ final class StreamsEosScenario {
      */
     private static final Duration MIN_DOWN = Duration.ofSeconds(8);
     private static final Duration MAX_DOWN = Duration.ofSeconds(30);
+    /**
+     * A lone broker (streams-groups on one broker) is restarted after this: nothing is processed
+     * while it is down, and the group must come back from what its coordinator wrote.
+     */
+    private static final Duration LONE_DOWN = Duration.ofSeconds(3);
     /** Reading goes on this long after the counts are exact, so a late extra increment is seen. */
     private static final Duration LINGER = Duration.ofSeconds(2);
     private static final Duration STREAMS_CLOSE = Duration.ofSeconds(10);
@@ -91,24 +98,35 @@ final class StreamsEosScenario {
     private static final int ERRORS_SHOWN = 5;
 
     private final String bootstrap;
+    private final String name;
+    /** group.protocol=streams (KIP-1071) rather than the classic protocol. */
+    private final boolean streamsProtocol;
+    private final int minBrokers;
+    private short replicas = MAX_REPLICAS;
+    private String minIsr = "2";
     private final long t0 = System.nanoTime();
     private final long deadline = t0 + BUDGET.toNanos();
     private final long lastCall = t0 + LAST_CALL.toNanos();
     private final List<String> problems = new ArrayList<>();
 
-    StreamsEosScenario(String bootstrap) {
+    StreamsEosScenario(String name, String bootstrap) {
         this.bootstrap = bootstrap;
+        this.name = name;
+        this.streamsProtocol = name.equals(NAME_GROUPS);
+        this.minBrokers = streamsProtocol ? 1 : 3;
     }
 
     int run() throws Exception {
         Admin admin = admin();
         try {
             Collection<Node> nodes = admin.describeCluster().nodes().get(CALL.toMillis(), TimeUnit.MILLISECONDS);
-            if (nodes.size() < MIN_BROKERS) {
-                System.out.println(Main.LABEL + " " + NAME + ": needs a cluster of at least " + MIN_BROKERS
+            if (nodes.size() < minBrokers) {
+                System.out.println(Main.LABEL + " " + name + ": needs a cluster of at least " + minBrokers
                         + " brokers, this one has " + nodes.size() + " " + ids(nodes) + ": not applicable");
                 return Main.NOT_APPLICABLE;
             }
+            replicas = (short) Math.min(MAX_REPLICAS, nodes.size());
+            minIsr = replicas >= 3 ? "2" : "1";
             log("cluster: " + nodes.size() + " brokers " + ids(nodes));
             return runOn(admin);
         } finally {
@@ -118,9 +136,9 @@ final class StreamsEosScenario {
 
     private int runOn(Admin admin) throws Exception {
         String suffix = System.currentTimeMillis() + "-" + ProcessHandle.current().pid();
-        String input = "streams-eos-in-" + suffix;
-        String output = "streams-eos-out-" + suffix;
-        String appId = "gregor-compat-wordcount-" + suffix;
+        String input = name + "-in-" + suffix;
+        String output = name + "-out-" + suffix;
+        String baseAppId = "gregor-compat-wordcount-" + suffix;
 
         WordText text = WordText.generate(SEED, LINES);
         log("text: " + LINES + " lines, " + text.words + " words, " + text.expected.size()
@@ -134,6 +152,7 @@ final class StreamsEosScenario {
         } else {
             log(ClusterControl.ENV + " not set: no broker is killed");
         }
+        String appId = streamsProtocol && control != null ? awayFromBootstrap(admin, control, baseAppId) : baseAppId;
 
         CountView view = new CountView(text.expected);
         Path stateDir = Files.createTempDirectory("gregor-compat-streams-");
@@ -141,6 +160,7 @@ final class StreamsEosScenario {
         AtomicInteger threadErrors = new AtomicInteger();
         ClusterControl.Broker killed = null;
         boolean restarted = false;
+        boolean lone = false;
         KafkaStreams streams = null;
         long streamsStarted = 0;
         long exactAt = 0;
@@ -190,7 +210,9 @@ final class StreamsEosScenario {
                     log(String.format(Locale.ROOT, "first half: %d lines acknowledged, %d of its %d words counted (%.0f%%)",
                             producer.half(), view.processed(), firstHalfWords, 100.0 * view.processed() / firstHalfWords));
                     if (control != null) {
-                        killed = pickVictim(admin, control, input);
+                        List<ClusterControl.Broker> all = control.brokers();
+                        lone = all.size() == 1 && streamsProtocol;
+                        killed = lone ? all.get(0) : streamsProtocol ? pickCoordinator(admin, control, appId, input) : pickVictim(admin, control, input);
                         log("killing broker " + killed.id() + " (" + killed.bootstrap() + ")");
                         control.kill(killed.id(), left(KILL_TIMEOUT));
                         killedAt = System.nanoTime();
@@ -203,8 +225,8 @@ final class StreamsEosScenario {
                     released = true;
                 }
                 long down = System.nanoTime() - killedAt;
-                if (killed != null && !restarted && (down >= MAX_DOWN.toNanos() || down >= MIN_DOWN.toNanos()
-                        && producer.done() && view.processed() > processedAtKill)) {
+                if (killed != null && !restarted && (down >= MAX_DOWN.toNanos() || lone && down >= LONE_DOWN.toNanos()
+                        || down >= MIN_DOWN.toNanos() && producer.done() && view.processed() > processedAtKill)) {
                     log("starting broker " + killed.id() + " again (input acknowledged: " + producer.acked()
                             + " of " + LINES + " lines; counted while it was down: " + (view.processed() - processedAtKill)
                             + " words, " + view.processed() + " of " + text.words + " in all)");
@@ -222,6 +244,9 @@ final class StreamsEosScenario {
                         for (ConsumerRecord<String, Long> r : reader.poll(POLL)) {
                             view.add(r);
                         }
+                    }
+                    if (streamsProtocol) {
+                        problems.addAll(new StreamsGroupsTool(bootstrap, appId, input, this::log, lastCall).check());
                     }
                     break;
                 }
@@ -325,9 +350,13 @@ final class StreamsEosScenario {
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(StreamsConfig.CLIENT_ID_CONFIG, "gregor-compat-streams");
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
-        // The changelog and repartition topics Streams creates: as durable as the input.
-        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, (int) REPLICAS);
-        p.put(StreamsConfig.topicPrefix(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG), MIN_ISR);
+        if (streamsProtocol) {
+            p.put("group.protocol", "streams");
+        }
+        // The changelog and repartition topics (created by Streams, or with group.protocol=streams by
+        // the broker): as durable as the input.
+        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, (int) replicas);
+        p.put(StreamsConfig.topicPrefix(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG), minIsr);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 2);
         p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
@@ -375,10 +404,10 @@ final class StreamsEosScenario {
 
     /** Creates both topics and waits until each partition has a leader and all its replicas in sync. */
     private void createTopics(Admin admin, String input, String output) throws Exception {
-        Map<String, String> configs = Map.of(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, MIN_ISR);
+        Map<String, String> configs = Map.of(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, minIsr);
         admin.createTopics(List.of(
-                new NewTopic(input, PARTITIONS, REPLICAS).configs(configs),
-                new NewTopic(output, PARTITIONS, REPLICAS).configs(configs)))
+                new NewTopic(input, PARTITIONS, replicas).configs(configs),
+                new NewTopic(output, PARTITIONS, replicas).configs(configs)))
                 .all().get(CALL.toMillis(), TimeUnit.MILLISECONDS);
         long until = System.nanoTime() + TOPICS_READY.toNanos();
         String last = "not described yet";
@@ -388,8 +417,8 @@ final class StreamsEosScenario {
                         .allTopicNames().get(CALL.toMillis(), TimeUnit.MILLISECONDS);
                 last = layout(d.get(input)) + "; " + layout(d.get(output));
                 if (ready(d.get(input)) && ready(d.get(output))) {
-                    log("topics " + input + " and " + output + " (" + PARTITIONS + " partitions, " + REPLICAS
-                            + " replicas, min.insync.replicas " + MIN_ISR + "): " + last);
+                    log("topics " + input + " and " + output + " (" + PARTITIONS + " partitions, " + replicas
+                            + " replicas, min.insync.replicas " + minIsr + "): " + last);
                     return;
                 }
             } catch (java.util.concurrent.ExecutionException e) {
@@ -397,16 +426,16 @@ final class StreamsEosScenario {
             }
             Thread.sleep(200);
         }
-        throw new IllegalStateException("topics not ready with " + REPLICAS + " in-sync replicas per partition within "
+        throw new IllegalStateException("topics not ready with " + replicas + " in-sync replicas per partition within "
                 + TOPICS_READY.toSeconds() + " s: " + last);
     }
 
-    private static boolean ready(TopicDescription d) {
+    private boolean ready(TopicDescription d) {
         if (d == null || d.partitions().size() != PARTITIONS) {
             return false;
         }
         for (TopicPartitionInfo p : d.partitions()) {
-            if (p.leader() == null || p.replicas().size() != REPLICAS || p.isr().size() != REPLICAS) {
+            if (p.leader() == null || p.replicas().size() != replicas || p.isr().size() != replicas) {
                 return false;
             }
         }
@@ -461,6 +490,62 @@ final class StreamsEosScenario {
         return best;
     }
 
+    /**
+     * With group.protocol=streams on a cluster: the group's coordinator, so that the group must
+     * come back on another broker from what the coordinator wrote (when the coordinator is the
+     * only bootstrap address, a leader of the input as for streams-eos).
+     */
+    private ClusterControl.Broker pickCoordinator(Admin admin, ClusterControl control, String appId, String input) throws Exception {
+        Node coordinator = admin.describeStreamsGroups(List.of(appId)).all()
+                .get(CALL.toMillis(), TimeUnit.MILLISECONDS).get(appId).coordinator();
+        List<String> seeds = Arrays.stream(bootstrap.split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList();
+        for (ClusterControl.Broker b : control.brokers()) {
+            if (b.running() && coordinator != null && b.id() == coordinator.id()
+                    && !(seeds.size() == 1 && sameAddress(seeds.get(0), b.bootstrap()))) {
+                log("group " + appId + " is coordinated by broker " + b.id());
+                return b;
+            }
+        }
+        log("the coordinator of " + appId + " (" + coordinator + ") is the only bootstrap address: killing a leader of the input instead");
+        return pickVictim(admin, control, input);
+    }
+
+    /**
+     * With group.protocol=streams on a cluster: an application id whose group is coordinated by a
+     * broker the clients do not bootstrap from (the leader of its __consumer_offsets partition,
+     * abs(hashCode) modulo the partitions, as Kafka places groups), so that killing the coordinator
+     * moves the group to another broker while the clients can still reach the cluster.
+     */
+    private String awayFromBootstrap(Admin admin, ClusterControl control, String base) throws Exception {
+        List<String> seeds = Arrays.stream(bootstrap.split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList();
+        if (seeds.size() != 1 || control.brokers().size() < 2) {
+            return base;
+        }
+        try {
+            // FindCoordinator creates __consumer_offsets when it does not exist yet.
+            admin.describeStreamsGroups(List.of(base)).all().get(CALL.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.ExecutionException expected) {
+            // The group does not exist yet.
+        }
+        TopicDescription offsets = admin.describeTopics(List.of("__consumer_offsets")).allTopicNames()
+                .get(CALL.toMillis(), TimeUnit.MILLISECONDS).get("__consumer_offsets");
+        Integer seedId = null;
+        for (ClusterControl.Broker b : control.brokers()) {
+            if (sameAddress(seeds.get(0), b.bootstrap())) {
+                seedId = b.id();
+            }
+        }
+        int n = offsets.partitions().size();
+        for (int i = 0; i < 100; i++) {
+            String candidate = i == 0 ? base : base + "-" + i;
+            TopicPartitionInfo p = offsets.partitions().get((candidate.hashCode() & 0x7fffffff) % n);
+            if (p.leader() != null && (seedId == null || p.leader().id() != seedId)) {
+                return candidate;
+            }
+        }
+        return base;
+    }
+
     private static boolean sameAddress(String a, String b) {
         return normalize(a).equals(normalize(b));
     }
@@ -484,8 +569,8 @@ final class StreamsEosScenario {
                 List<TopicPartitionInfo> parts = d.get(name).partitions();
                 int replicas = parts.stream().mapToInt(p -> p.replicas().size()).min().orElse(0);
                 log("internal topic " + name + ": " + parts.size() + " partitions, " + replicas + " replicas");
-                if (parts.stream().anyMatch(p -> p.replicas().size() != REPLICAS)) {
-                    problems.add("internal topic " + name + " has partitions with other than " + REPLICAS + " replicas");
+                if (parts.stream().anyMatch(p -> p.replicas().size() != replicas)) {
+                    problems.add("internal topic " + name + " has partitions with other than " + replicas + " replicas");
                 }
             }
         } catch (Exception e) {
@@ -519,7 +604,7 @@ final class StreamsEosScenario {
         return shown < items.size() ? head + ", ... (" + items.size() + " in all)" : head;
     }
 
-    private void log(String message) {
+    void log(String message) {
         System.out.println(String.format(Locale.ROOT, "[%6.1f s] %s", (System.nanoTime() - t0) / 1e9, message));
     }
 
