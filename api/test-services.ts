@@ -10,6 +10,7 @@ import { followTopicLogConfigs, NO_STATIC_CONFIG } from '../cluster/metadata/bro
 import { LocalMetadataStore } from '../cluster/metadata/local-metadata-store.js';
 import { ReplicaManager } from '../cluster/replication/replica-manager.js';
 import { GroupCoordinator } from '../cluster/group/group-coordinator.js';
+import type { Persister } from '../cluster/share/persister.js';
 import { replicaOffsetsStore } from '../cluster/coordinator/state-log-store.js';
 import { ProducerIdManager } from '../cluster/txn/producer-id-manager.js';
 import { TRANSACTION_STATE_TOPIC, TransactionCoordinator } from '../cluster/txn/txn-coordinator.js';
@@ -50,6 +51,8 @@ export function testServices(
     txnTimer?: GroupTimer;
     /** More log directories after `dir` (JBOD). */
     moreLogDirs?: readonly string[];
+    /** The share-partition state store of share groups; share groups are unavailable without it. */
+    persister?: Persister;
   } = {},
 ): TestServices {
   const full: BrokerSettings = { nodeId: 1, autoCreateTopicsEnable: true, numPartitions: 3, defaultReplicationFactor: 1, ...settings };
@@ -69,6 +72,7 @@ export function testServices(
   const groups = new GroupCoordinator(full.nodeId, store, replicaOffsetsStore(replicas), log, {
     config: groupCoordinatorConfig(full),
     ...(opts.groupTimer ? { timer: opts.groupTimer } : {}),
+    ...(opts.persister ? { persister: opts.persister } : {}),
   }).start();
   replicas.onOffsetsTxnMarker = (partition, producerId, commit) => groups.completeTransaction(partition, producerId, commit);
   const transactions = new TransactionCoordinator(
