@@ -2813,9 +2813,11 @@ export class GroupCoordinator {
     for (const partition of [...this.shards.keys()]) if (!led.has(partition)) this.unload(partition);
     this.numPartitions = topic?.partitions.length ?? 0;
     for (const partition of led) if (!this.shards.has(partition)) this.load(partition);
-    const deleted = [...this.topicIds].filter(([name, id]) => image.topics.get(name)?.topicId !== id).map(([name]) => name);
+    const deletedTopics = [...this.topicIds].filter(([name, id]) => image.topics.get(name)?.topicId !== id);
+    const deleted = deletedTopics.map(([name]) => name);
     this.topicIds = new Map([...image.topics.values()].map((t) => [t.name, t.topicId]));
     if (deleted.length > 0) this.deleteOffsetsOfTopics(new Set(deleted));
+    if (deletedTopics.length > 0) this.shares.onTopicsDeleted(new Set(deletedTopics.map(([, id]) => id)));
   }
 
   /**

@@ -202,6 +202,20 @@ describe('share groups (KIP-932): ShareGroupHeartbeat', () => {
     expect(shareAssigned(shares.heartbeat(shareBeat('A', grown.memberEpoch)))).toEqual(['t-0', 't-1', 't-2', 't-3']);
   });
 
+  it('forgets the share state of a deleted topic, and its members lose its partitions at their next heartbeat', async () => {
+    const s = setup({ shareAssignmentIntervalMs: 0 }, { t: 2, u: 1 });
+    const shares = s.coordinator.shares;
+    const { epoch, assigned } = await joinAndInitialize(s, 'A', { subscribedTopicNames: ['t', 'u'] });
+    expect(assigned).toEqual(['t-0', 't-1', 'u-0']);
+    s.topics.setTopics({ t: 2 });
+    expect([...shares.group('g')!.statePartitions!.initialized.keys()]).toEqual([T]);
+    const next = shares.heartbeat(shareBeat('A', epoch));
+    expect([next.memberEpoch, shareAssigned(next)]).toEqual([epoch + 1, ['t-0', 't-1']]);
+    // Settled: later heartbeats change nothing.
+    expect(shares.heartbeat(shareBeat('A', epoch + 1))).toMatchObject({ memberEpoch: epoch + 1, assignment: null });
+    expect(s.restart().coordinator.shares.group('g')!.statePartitions!.initialized.has(TOPIC_IDS['u']!)).toBe(false);
+  });
+
   it('does not ask twice for partitions still initializing within group.share.initialize.retry.interval.ms', async () => {
     const s = setup();
     const shares = s.coordinator.shares;
