@@ -170,6 +170,8 @@ describe('share groups (KIP-932): ShareGroupHeartbeat', () => {
     expect(await c.joinGroup(joinParams())).toMatchObject({ errorCode: ErrorCode.INCONSISTENT_GROUP_PROTOCOL, memberId: '' });
     const commit = c.commitOffsets({ groupId: 'g', generationId: -1, memberId: '', groupInstanceId: null, retentionTimeMs: -1n, groupIdNotFoundKnown: true, topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: '' }] }] });
     expect(commit[0]!.partitions[0]!.errorCode).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+    // OffsetFetch answers a share group as one without commits (Kafka fails all its partitions to -1, without error).
+    expect(c.fetchOffsets('g', [{ name: 't', partitionIndexes: [0] }])).toEqual({ errorCode: 0, topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode: 0 }] }] });
     expect(c.describeGroup('g')).toMatchObject({ errorCode: 0, groupState: 'Dead', consumerGroup: true });
     expect(c.describeConsumerGroup('g')).toMatchObject({ errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: 'Group g is not a consumer group.' });
   });
