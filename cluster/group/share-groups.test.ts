@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../wire/errors.js';
 import { ZERO_UUID } from '../../wire/uuid.js';
 import { deserializeRecord, recordsIn, serializeRecord, type CoordinatorRecord } from './group-records.js';
-import { MemoryOffsetsStore, consumerJoin, harness, joinParams, type Harness } from './group-test-support.js';
+import { MemoryOffsetsStore, consumerJoin, harness, joinParams, silentLog, type Harness } from './group-test-support.js';
 import { FakePersister, ShareTopicsMetadata, TOPIC_IDS, flush, shareAssigned, shareBeat, shareJoin } from './share-test-support.js';
-import type { GroupCoordinatorConfig } from './group-coordinator.js';
+import { GroupCoordinator, type GroupCoordinatorConfig } from './group-coordinator.js';
 import type { ShareGroupHeartbeatParams } from './share-groups.js';
 import { partitionFor } from '../coordinator/partition-for.js';
 
@@ -250,6 +250,20 @@ describe('share groups (KIP-932): ShareGroupHeartbeat', () => {
     expect(r.coordinator.shares.heartbeat(shareBeat('B', b.memberEpoch)).errorCode).toBe(0);
     r.timer.advance(45_001);
     expect(r.coordinator.shares.group('g')!.members.size).toBe(0);
+  });
+
+  it('fails over: the broker that leads the group\'s partition next serves the group from its records', async () => {
+    const s = setup();
+    const { epoch } = await joinAndInitialize(s, 'A');
+    s.topics.moveLeaders(2);
+    // The old coordinator let go of the group and its sessions.
+    expect(s.coordinator.shares.group('g')).toBeUndefined();
+    expect(s.coordinator.shares.heartbeat(shareBeat('A', epoch)).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
+    expect(s.timer.keys.filter((k) => k.startsWith('share-session'))).toEqual([]);
+    const next = new GroupCoordinator(2, s.topics, s.store, silentLog, { timer: s.timer, persister: s.persister }).start();
+    expect(next.shares.describe('g')).toMatchObject({ errorCode: 0, groupState: 'Stable', groupEpoch: epoch, members: [{ memberId: 'A', memberEpoch: epoch }] });
+    expect(next.shares.heartbeat(shareBeat('A', epoch))).toMatchObject({ errorCode: 0, memberEpoch: epoch, assignment: null });
+    next.shutdown();
   });
 
   it('round-trips every share record type through Kafka\'s layouts', () => {
