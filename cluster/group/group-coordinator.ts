@@ -2924,7 +2924,7 @@ export class GroupCoordinator {
         shard.removeOffset(groupId, topic, partition);
         return;
       }
-      if (!shard.groups.has(groupId) && !shard.consumerGroups.has(groupId) && !this.shares.has(groupId)) shard.groups.set(groupId, new ClassicGroup(groupId, { state: 'Empty', now }));
+      if (!shard.groups.has(groupId) && !shard.consumerGroups.has(groupId) && !this.shares.hasIn(shard.partition, groupId)) shard.groups.set(groupId, new ClassicGroup(groupId, { state: 'Empty', now }));
       const v = r.value;
       const entry: OffsetEntry = {
         offset: v.offset,

@@ -256,16 +256,18 @@ export class ShareGroups {
 
   /** A share group this broker coordinates, for tests and tools. */
   group(groupId: string): ShareGroup | undefined {
-    for (const groups of this.partitions.values()) {
-      const g = groups.get(groupId);
-      if (g) return g;
-    }
-    return undefined;
+    const at = this.host.partitionOf(groupId);
+    return 'partition' in at ? this.partitions.get(at.partition)?.get(groupId) : undefined;
   }
 
-  /** Whether `groupId` is a share group of a partition loaded here. */
+  /** Whether `groupId` is a share group this broker coordinates. */
   has(groupId: string): boolean {
     return this.group(groupId) !== undefined;
+  }
+
+  /** Whether `groupId` is a share group of `partition` (also while the partition is loading). */
+  hasIn(partition: number, groupId: string): boolean {
+    return this.partitions.get(partition)?.has(groupId) === true;
   }
 
   // ---- loading ---------------------------------------------------------------------------
