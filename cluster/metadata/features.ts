@@ -4,7 +4,9 @@
  * cluster runs at. A feature at level 0 is off and, as Kafka does, is not
  * listed among the finalized ones. Clients decide from these which protocol
  * to use: transaction.version 2 turns on transactions v2 (KIP-890) in the
- * Java client, group.version 1 the consumer group protocol (KIP-848).
+ * Java client, group.version 1 the consumer group protocol (KIP-848),
+ * share.version 1 or more share groups (KIP-932; 2 adds their dead-letter
+ * queues), which Kafka 4.4 finalizes at 2 for a new cluster.
  *
  * Levels follow Apache Kafka 4.4.0's defaults for the features gregor
  * implements; a feature gregor does not implement stays at 0.
@@ -24,7 +26,7 @@ export const FEATURES: readonly Feature[] = [
   { name: 'metadata.version', minSupported: METADATA_VERSION_LEVEL, maxSupported: METADATA_VERSION_LEVEL, level: METADATA_VERSION_LEVEL },
   { name: 'transaction.version', minSupported: 0, maxSupported: 2, level: 2 },
   { name: 'group.version', minSupported: 0, maxSupported: 1, level: 1 },
-  { name: 'share.version', minSupported: 0, maxSupported: 0, level: 0 },
+  { name: 'share.version', minSupported: 0, maxSupported: 2, level: 2 },
   { name: 'streams.version', minSupported: 0, maxSupported: 0, level: 0 },
   { name: 'eligible.leader.replicas.version', minSupported: 0, maxSupported: 0, level: 0 },
 ];
