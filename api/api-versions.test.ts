@@ -44,13 +44,16 @@ describe('ApiVersions', () => {
     expect(res.apiKeys).toContainEqual({ apiKey: 3, minVersion: 0, maxVersion: 13 });
   });
 
-  it('finalizes transaction.version 2 and metadata.version 33 as Kafka 4.4 does, and hides ranges from level 0 from v3 clients', () => {
+  it('finalizes transaction.version 2, share.version 2 and metadata.version 33 as Kafka 4.4 does, and hides ranges from level 0 from v3 clients', () => {
     const at = (v: number) => apiVersions.handle({ clientSoftwareName: 'c', clientSoftwareVersion: '1', clusterId: null, nodeId: -1 }, ctxFor(services, v)) as any;
     const v4 = at(4);
     // The Java client turns transactions v2 on when transaction.version is finalized at 2 with an epoch of 0 or more.
     expect(v4.finalizedFeaturesEpoch).toBeGreaterThanOrEqual(0n);
     expect(v4.finalizedFeatures).toContainEqual({ name: 'transaction.version', minVersionLevel: 2, maxVersionLevel: 2 });
     expect(v4.finalizedFeatures).toContainEqual({ name: 'metadata.version', minVersionLevel: 33, maxVersionLevel: 33 });
+    // The Java client uses the share group APIs (KIP-932) only when share.version is finalized at 1 or more.
+    expect(v4.finalizedFeatures).toContainEqual({ name: 'share.version', minVersionLevel: 2, maxVersionLevel: 2 });
+    expect(v4.supportedFeatures).toContainEqual({ name: 'share.version', minVersion: 0, maxVersion: 2 });
     expect(v4.supportedFeatures).toContainEqual({ name: 'transaction.version', minVersion: 0, maxVersion: 2 });
     // Features at level 0 are not finalized.
     expect(v4.finalizedFeatures.every((f: { maxVersionLevel: number }) => f.maxVersionLevel > 0)).toBe(true);

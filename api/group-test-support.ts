@@ -5,6 +5,7 @@
  */
 import { subscription } from '../cluster/group/group-test-support.js';
 import { ManualGroupTimer } from '../cluster/coordinator/timer.js';
+import type { Persister } from '../cluster/share/persister.js';
 import { ErrorCode } from '../wire/errors.js';
 import type { JoinGroupRequest } from '../wire/messages/join-group-request.js';
 import type { JoinGroupResponse } from '../wire/messages/join-group-response.js';
@@ -21,10 +22,10 @@ export interface GroupServices extends TestServices {
   readonly timer: ManualGroupTimer;
 }
 
-/** Services with a 3-partition __consumer_offsets already made and a topic `t` of 3 partitions. */
-export async function groupServices(settings: Partial<BrokerSettings> = {}, dir?: string): Promise<GroupServices> {
+/** Services with a 3-partition __consumer_offsets already made and a topic `t` of 3 partitions; share groups with `persister`. */
+export async function groupServices(settings: Partial<BrokerSettings> = {}, dir?: string, persister?: Persister): Promise<GroupServices> {
   const timer = new ManualGroupTimer();
-  const s = testServices({ offsetsTopicNumPartitions: 3, offsetsTopicReplicationFactor: 1, groupInitialRebalanceDelayMs: 0, ...settings }, dir, { groupTimer: timer });
+  const s = testServices({ offsetsTopicNumPartitions: 3, offsetsTopicReplicationFactor: 1, groupInitialRebalanceDelayMs: 0, ...settings }, dir, { groupTimer: timer, ...(persister ? { persister } : {}) });
   await findCoordinator.handle({ key: 'g', keyType: 0, coordinatorKeys: [] }, ctxFor(s, 1));
   if (!s.metadata.image().topics.has('t')) await s.metadata.createTopic({ name: 't', numPartitions: 3, replicationFactor: 1 });
   return Object.assign(s, { timer });

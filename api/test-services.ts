@@ -2,7 +2,6 @@
  * In-memory services for handler tests: a real local metadata store and real
  * partition logs, both in a temp dir.
  */
-import type { Persister } from '../cluster/share/persister.js';
 import { startShares } from '../cluster/share/share-services.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +11,7 @@ import { followTopicLogConfigs, NO_STATIC_CONFIG } from '../cluster/metadata/bro
 import { LocalMetadataStore } from '../cluster/metadata/local-metadata-store.js';
 import { ReplicaManager } from '../cluster/replication/replica-manager.js';
 import { GroupCoordinator } from '../cluster/group/group-coordinator.js';
+import type { Persister } from '../cluster/share/persister.js';
 import { replicaOffsetsStore } from '../cluster/coordinator/state-log-store.js';
 import { ProducerIdManager } from '../cluster/txn/producer-id-manager.js';
 import { TRANSACTION_STATE_TOPIC, TransactionCoordinator } from '../cluster/txn/txn-coordinator.js';

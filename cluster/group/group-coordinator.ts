@@ -2881,9 +2881,11 @@ export class GroupCoordinator {
     for (const partition of [...this.shards.keys()]) if (!led.has(partition)) this.unload(partition);
     this.numPartitions = topic?.partitions.length ?? 0;
     for (const partition of led) if (!this.shards.has(partition)) this.load(partition);
-    const deleted = [...this.topicIds].filter(([name, id]) => image.topics.get(name)?.topicId !== id).map(([name]) => name);
+    const deletedTopics = [...this.topicIds].filter(([name, id]) => image.topics.get(name)?.topicId !== id);
+    const deleted = deletedTopics.map(([name]) => name);
     this.topicIds = new Map([...image.topics.values()].map((t) => [t.name, t.topicId]));
     if (deleted.length > 0) this.deleteOffsetsOfTopics(new Set(deleted));
+    if (deletedTopics.length > 0) this.shares.onTopicsDeleted(new Set(deletedTopics.map(([, id]) => id)));
   }
 
   /**
@@ -2998,7 +3000,7 @@ export class GroupCoordinator {
         shard.removeOffset(groupId, topic, partition);
         return;
       }
-      if (!shard.groups.has(groupId) && !shard.consumerGroups.has(groupId) && !shard.streamsGroups.has(groupId) && !this.shares.has(groupId)) {
+      if (!shard.groups.has(groupId) && !shard.consumerGroups.has(groupId) && !shard.streamsGroups.has(groupId) && !this.shares.hasIn(shard.partition, groupId)) {
         shard.groups.set(groupId, new ClassicGroup(groupId, { state: 'Empty', now }));
       }
       const v = r.value;

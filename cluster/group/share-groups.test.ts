@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../wire/errors.js';
 import { ZERO_UUID } from '../../wire/uuid.js';
 import { deserializeRecord, recordsIn, serializeRecord, type CoordinatorRecord } from './group-records.js';
-import { MemoryOffsetsStore, consumerJoin, harness, joinParams, type Harness } from './group-test-support.js';
+import { MemoryOffsetsStore, consumerJoin, harness, joinParams, silentLog, type Harness } from './group-test-support.js';
 import { FakePersister, ShareTopicsMetadata, TOPIC_IDS, flush, shareAssigned, shareBeat, shareJoin } from './share-test-support.js';
-import type { GroupCoordinatorConfig } from './group-coordinator.js';
+import { GroupCoordinator, type GroupCoordinatorConfig } from './group-coordinator.js';
 import type { ShareGroupHeartbeatParams } from './share-groups.js';
 import { partitionFor } from '../coordinator/partition-for.js';
 
@@ -170,6 +170,8 @@ describe('share groups (KIP-932): ShareGroupHeartbeat', () => {
     expect(await c.joinGroup(joinParams())).toMatchObject({ errorCode: ErrorCode.INCONSISTENT_GROUP_PROTOCOL, memberId: '' });
     const commit = c.commitOffsets({ groupId: 'g', generationId: -1, memberId: '', groupInstanceId: null, retentionTimeMs: -1n, groupIdNotFoundKnown: true, topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: '' }] }] });
     expect(commit[0]!.partitions[0]!.errorCode).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+    // OffsetFetch answers a share group as one without commits (Kafka fails all its partitions to -1, without error).
+    expect(c.fetchOffsets('g', [{ name: 't', partitionIndexes: [0] }])).toEqual({ errorCode: 0, topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode: 0 }] }] });
     expect(c.describeGroup('g')).toMatchObject({ errorCode: 0, groupState: 'Dead', consumerGroup: true });
     expect(c.describeConsumerGroup('g')).toMatchObject({ errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: 'Group g is not a consumer group.' });
   });
@@ -200,6 +202,20 @@ describe('share groups (KIP-932): ShareGroupHeartbeat', () => {
     expect(s.persister.ops('initialize').slice(6)).toEqual([`t-3@${shares.group('g')!.groupEpoch}:0`]);
     await flush();
     expect(shareAssigned(shares.heartbeat(shareBeat('A', grown.memberEpoch)))).toEqual(['t-0', 't-1', 't-2', 't-3']);
+  });
+
+  it('forgets the share state of a deleted topic, and its members lose its partitions at their next heartbeat', async () => {
+    const s = setup({ shareAssignmentIntervalMs: 0 }, { t: 2, u: 1 });
+    const shares = s.coordinator.shares;
+    const { epoch, assigned } = await joinAndInitialize(s, 'A', { subscribedTopicNames: ['t', 'u'] });
+    expect(assigned).toEqual(['t-0', 't-1', 'u-0']);
+    s.topics.setTopics({ t: 2 });
+    expect([...shares.group('g')!.statePartitions!.initialized.keys()]).toEqual([T]);
+    const next = shares.heartbeat(shareBeat('A', epoch));
+    expect([next.memberEpoch, shareAssigned(next)]).toEqual([epoch + 1, ['t-0', 't-1']]);
+    // Settled: later heartbeats change nothing.
+    expect(shares.heartbeat(shareBeat('A', epoch + 1))).toMatchObject({ memberEpoch: epoch + 1, assignment: null });
+    expect(s.restart().coordinator.shares.group('g')!.statePartitions!.initialized.has(TOPIC_IDS['u']!)).toBe(false);
   });
 
   it('does not ask twice for partitions still initializing within group.share.initialize.retry.interval.ms', async () => {
@@ -234,6 +250,20 @@ describe('share groups (KIP-932): ShareGroupHeartbeat', () => {
     expect(r.coordinator.shares.heartbeat(shareBeat('B', b.memberEpoch)).errorCode).toBe(0);
     r.timer.advance(45_001);
     expect(r.coordinator.shares.group('g')!.members.size).toBe(0);
+  });
+
+  it('fails over: the broker that leads the group\'s partition next serves the group from its records', async () => {
+    const s = setup();
+    const { epoch } = await joinAndInitialize(s, 'A');
+    s.topics.moveLeaders(2);
+    // The old coordinator let go of the group and its sessions.
+    expect(s.coordinator.shares.group('g')).toBeUndefined();
+    expect(s.coordinator.shares.heartbeat(shareBeat('A', epoch)).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
+    expect(s.timer.keys.filter((k) => k.startsWith('share-session'))).toEqual([]);
+    const next = new GroupCoordinator(2, s.topics, s.store, silentLog, { timer: s.timer, persister: s.persister }).start();
+    expect(next.shares.describe('g')).toMatchObject({ errorCode: 0, groupState: 'Stable', groupEpoch: epoch, members: [{ memberId: 'A', memberEpoch: epoch }] });
+    expect(next.shares.heartbeat(shareBeat('A', epoch))).toMatchObject({ errorCode: 0, memberEpoch: epoch, assignment: null });
+    next.shutdown();
   });
 
   it('round-trips every share record type through Kafka\'s layouts', () => {

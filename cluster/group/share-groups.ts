@@ -256,16 +256,18 @@ export class ShareGroups {
 
   /** A share group this broker coordinates, for tests and tools. */
   group(groupId: string): ShareGroup | undefined {
-    for (const groups of this.partitions.values()) {
-      const g = groups.get(groupId);
-      if (g) return g;
-    }
-    return undefined;
+    const at = this.host.partitionOf(groupId);
+    return 'partition' in at ? this.partitions.get(at.partition)?.get(groupId) : undefined;
   }
 
-  /** Whether `groupId` is a share group of a partition loaded here. */
+  /** Whether `groupId` is a share group this broker coordinates. */
   has(groupId: string): boolean {
     return this.group(groupId) !== undefined;
+  }
+
+  /** Whether `groupId` is a share group of `partition` (also while the partition is loading). */
+  hasIn(partition: number, groupId: string): boolean {
+    return this.partitions.get(partition)?.has(groupId) === true;
   }
 
   // ---- loading ---------------------------------------------------------------------------
@@ -304,6 +306,31 @@ export class ShareGroups {
     if (!g) return;
     for (const id of g.members.keys()) this.timer.cancel(sessionKey(groupId, id));
     this.partitions.get(partition)!.delete(groupId);
+  }
+
+  /**
+   * Topics deleted from the cluster leave the share-partition state records
+   * of every group that has them (Kafka's maybeCleanupShareGroupState): a
+   * topic created again under the name is a new topic, initialized anew.
+   */
+  onTopicsDeleted(topicIds: ReadonlySet<string>): void {
+    const without = <V>(m: ReadonlyMap<string, V>) => new Map([...m].filter(([id]) => !topicIds.has(id)));
+    for (const [partition, groups] of this.partitions) {
+      const records: ShareGroupRecord[] = [];
+      for (const g of groups.values()) {
+        const s = g.statePartitions;
+        if (!s || ![...s.initializing.keys(), ...s.initialized.keys(), ...s.deleting.keys()].some((id) => topicIds.has(id))) continue;
+        records.push(statePartitionsRecord(g.groupId, { initializing: without(s.initializing), initialized: without(s.initialized), deleting: without(s.deleting) }));
+      }
+      if (records.length === 0) continue;
+      const error = this.host.append(partition, records);
+      if (error !== ErrorCode.NONE) {
+        this.log.warn({ partition, error }, 'cannot record the share-partition state of deleted topics as gone');
+        continue;
+      }
+      const now = this.timer.now();
+      for (const r of records) replayShareRecord(groups, r, now);
+    }
   }
 
   // ---- ShareGroupHeartbeat ---------------------------------------------------------------
@@ -393,7 +420,7 @@ export class ShareGroups {
       records.push(shareMemberRecord(p.groupId, updated));
       if (isNew || member.subscribedTopicNames.join('\u0000') !== updated.subscribedTopicNames.join('\u0000')) bump = true;
     }
-    if (group.assignmentEpoch >= group.groupEpoch) bump ||= initializedAssignmentPending(group);
+    if (group.assignmentEpoch >= group.groupEpoch) bump ||= initializedAssignmentPending(image, group);
     const members = new Map(group.members);
     members.set(p.memberId, updated);
     const subscribed = new Set<string>();
@@ -906,7 +933,7 @@ function epochFencing(m: ShareMember, epoch: number): ShareGroupHeartbeatResult 
  * assignment yet (or it holds some no longer initialized): then the group
  * epoch rises so that the target is computed again.
  */
-function initializedAssignmentPending(group: ShareGroup): boolean {
+function initializedAssignmentPending(image: MetadataImage, group: ShareGroup): boolean {
   if (group.members.size === 0) return false;
   const initialized = group.statePartitions?.initialized;
   if (!initialized || initialized.size === 0) return false;
@@ -915,7 +942,8 @@ function initializedAssignmentPending(group: ShareGroup): boolean {
   const assigned = new Map<string, Set<number>>();
   for (const t of group.target.values()) for (const [id, ps] of t) for (const p of ps) (assigned.get(id) ?? assigned.set(id, new Set()).get(id)!).add(p);
   for (const [id, v] of initialized) {
-    if (!subscribed.has(v.name)) continue;
+    // A topic gone from the cluster cannot be assigned (its record is cleaned up when the deletion is seen).
+    if (!subscribed.has(v.name) || !image.topicsById.has(id)) continue;
     const have = assigned.get(id);
     if (!have || have.size !== v.partitions.size || [...v.partitions].some((p) => !have.has(p))) return true;
   }

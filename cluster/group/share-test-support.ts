@@ -96,22 +96,33 @@ export class FakePersister implements Persister {
   }
 }
 
-/** __consumer_offsets (4 partitions) and the given topics (name -> partitions), all led by broker 1. */
+/** __consumer_offsets (4 partitions) and the given topics (name -> partitions), all led by one broker (1 unless moved). */
 export class ShareTopicsMetadata extends FakeMetadataStore {
+  private topics: Readonly<Record<string, number>>;
+  private leader = 1;
+
   constructor(topics: Readonly<Record<string, number>>) {
-    super(ShareTopicsMetadata.imageOf(topics));
+    super(ShareTopicsMetadata.imageOf(topics, 1));
+    this.topics = topics;
   }
 
-  static imageOf(topics: Readonly<Record<string, number>>): MetadataImage {
-    const parts = (n: number) => Array.from({ length: n }, (_, partition) => ({ partition, leader: 1, leaderEpoch: 0, replicas: [1], isr: [1], offlineReplicas: [] }));
-    return buildImage('cluster', 1, [{ nodeId: 1, rack: null, endpoints: [] }], [
+  static imageOf(topics: Readonly<Record<string, number>>, leader: number): MetadataImage {
+    const parts = (n: number) => Array.from({ length: n }, (_, partition) => ({ partition, leader, leaderEpoch: leader - 1, replicas: [1, 2], isr: [1, 2], offlineReplicas: [] }));
+    return buildImage('cluster', 1, [1, 2].map((nodeId) => ({ nodeId, rack: null, endpoints: [] })), [
       { name: GROUP_METADATA_TOPIC, topicId: 'AAAAAAAAAAAAAAAAAAAAAQ', internal: true, configs: {}, partitions: parts(4) },
       ...Object.entries(topics).map(([name, n]) => ({ name, topicId: TOPIC_IDS[name]!, internal: false, configs: {}, partitions: parts(n) })),
     ]);
   }
 
   setTopics(topics: Readonly<Record<string, number>>): void {
-    this.publish(ShareTopicsMetadata.imageOf(topics));
+    this.topics = topics;
+    this.publish(ShareTopicsMetadata.imageOf(topics, this.leader));
+  }
+
+  /** Moves the leadership of every partition to broker `leader`, as a failover does. */
+  moveLeaders(leader: number): void {
+    this.leader = leader;
+    this.publish(ShareTopicsMetadata.imageOf(this.topics, leader));
   }
 }
 

@@ -5,7 +5,9 @@
  * listed among the finalized ones. Clients decide from these which protocol
  * to use: transaction.version 2 turns on transactions v2 (KIP-890) in the
  * Java client, group.version 1 the consumer group protocol (KIP-848),
- * streams.version 1 the streams group protocol (KIP-1071).
+ * streams.version 1 the streams group protocol (KIP-1071), share.version 1 or
+ * more share groups (KIP-932; 2 adds their dead-letter queues), which Kafka
+ * 4.4 finalizes at 2 for a new cluster.
  *
  * Levels follow Apache Kafka 4.4.0's defaults for the features gregor
  * implements; a feature gregor does not implement stays at 0.
