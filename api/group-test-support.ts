@@ -23,9 +23,9 @@ export interface GroupServices extends TestServices {
 }
 
 /** Services with a 3-partition __consumer_offsets already made and a topic `t` of 3 partitions; share groups with `persister`. */
-export async function groupServices(settings: Partial<BrokerSettings> = {}, dir?: string, persister?: Persister): Promise<GroupServices> {
+export async function groupServices(settings: Partial<BrokerSettings> = {}, dir?: string, persister?: Persister | null): Promise<GroupServices> {
   const timer = new ManualGroupTimer();
-  const s = testServices({ offsetsTopicNumPartitions: 3, offsetsTopicReplicationFactor: 1, groupInitialRebalanceDelayMs: 0, ...settings }, dir, { groupTimer: timer, ...(persister ? { persister } : {}) });
+  const s = testServices({ offsetsTopicNumPartitions: 3, offsetsTopicReplicationFactor: 1, groupInitialRebalanceDelayMs: 0, ...settings }, dir, { groupTimer: timer, ...(persister !== undefined ? { persister } : {}) });
   await findCoordinator.handle({ key: 'g', keyType: 0, coordinatorKeys: [] }, ctxFor(s, 1));
   if (!s.metadata.image().topics.has('t')) await s.metadata.createTopic({ name: 't', numPartitions: 3, replicationFactor: 1 });
   return Object.assign(s, { timer });

@@ -20,7 +20,7 @@ afterEach(async () => {
 
 /** Services with share groups, or without them (`null`: no persister). */
 async function services(persister: FakePersister | null = new FakePersister()): Promise<GroupServices & { persister: FakePersister | null; t: string }> {
-  const s = await groupServices({}, undefined, persister ?? undefined);
+  const s = await groupServices({}, undefined, persister);
   open.push(s);
   return Object.assign(s, { persister, t: s.metadata.image().topics.get('t')!.topicId });
 }

@@ -50,8 +50,8 @@ export function testServices(
     groupTimer?: GroupTimer;
     /** The transaction coordinator's clock and timers; the system's (unref'd) when absent. */
     txnTimer?: GroupTimer;
-    /** What the group coordinator keeps share-partition state through; the broker's own share coordinator when absent. */
-    persister?: Persister;
+    /** What the group coordinator keeps share-partition state through; the broker's own share coordinator when absent, none (share groups off) when null. */
+    persister?: Persister | null;
     /** More log directories after `dir` (JBOD). */
     moreLogDirs?: readonly string[];
   } = {},
@@ -73,7 +73,7 @@ export function testServices(
   const shares = startShares(full.nodeId, store, replicas, null, shareGroupSettings(full, store), log, { ...shareStateTopicSettings(full), replicationFactor: 1 });
   const groups = new GroupCoordinator(full.nodeId, store, replicaOffsetsStore(replicas), log, {
     config: groupCoordinatorConfig(full),
-    persister: opts.persister ?? shares.persister,
+    ...(opts.persister === null ? {} : { persister: opts.persister ?? shares.persister }),
     ...(opts.groupTimer ? { timer: opts.groupTimer } : {}),
   }).start();
   replicas.onOffsetsTxnMarker = (partition, producerId, commit) => groups.completeTransaction(partition, producerId, commit);

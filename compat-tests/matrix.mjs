@@ -16,7 +16,7 @@ import { gregorProxiedArgs, proxiedEnv, reserveProxiedListener, reserveProxiedLi
 // The one list of scenarios every client is asked to run.
 export const SCENARIOS = [
   'admin', 'consumer-group-rules', 'corrupt-batch', 'feature-rules', 'group', 'group-admin', 'group-configs', 'group-consumer', 'group-migration', 'idempotent', 'idempotent-cut', 'log-dirs',
-  'metadata', 'metadata-rules', 'produce', 'roundtrip', 'share-group',
+  'metadata', 'metadata-rules', 'produce', 'roundtrip', 'share-group', 'share-group-rules',
   'streams-eos', 'streams-groups', 'topic-partitions', 'txn', 'txn-cluster',
 ];
 

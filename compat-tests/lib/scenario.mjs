@@ -19,9 +19,9 @@ export async function settle(check) {
 
 // Upper bound for one scenario, so a broker that never answers fails instead of hanging.
 export const SCENARIO_TIMEOUT_MS = 20_000;
-// Scenarios that wait on the broker's timers (rebalances, session timeouts) get longer,
+// Scenarios that wait on the broker's timers (rebalances, session timeouts, acquisition locks) get longer,
 // still under the matrix's hard 60 s.
-export const SCENARIO_TIMEOUTS_MS = { group: 45_000, txn: 40_000, 'idempotent-cut': 40_000 };
+export const SCENARIO_TIMEOUTS_MS = { group: 45_000, txn: 40_000, 'idempotent-cut': 40_000, 'share-group-rules': 45_000 };
 
 export const EXIT_PASS = 0;
 export const EXIT_FAIL = 1;
