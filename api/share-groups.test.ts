@@ -57,6 +57,14 @@ describe('ShareGroupHeartbeat (v1)', () => {
     expect((await callAt(shareGroupHeartbeat, 1, beat('m', 9), s)).errorCode).toBe(ErrorCode.FENCED_MEMBER_EPOCH);
   });
 
+  it('tells members the heartbeat interval set by the group config (kafka-configs --entity-type groups)', async () => {
+    const s = await services();
+    await s.metadata.alterGroupConfigs('g', { 'share.heartbeat.interval.ms': '7000' });
+    expect((await callAt(shareGroupHeartbeat, 1, join('m'), s)).heartbeatIntervalMs).toBe(7000);
+    await s.metadata.alterGroupConfigs('g', {});
+    expect((await callAt(shareGroupHeartbeat, 1, beat('m', 2), s)).heartbeatIntervalMs).toBe(5000);
+  });
+
   it('answers every share API UNSUPPORTED_VERSION without a persister, as Kafka does with share groups off', async () => {
     const s = await services(null);
     expect((await callAt(shareGroupHeartbeat, 1, join('m'), s)).errorCode).toBe(ErrorCode.UNSUPPORTED_VERSION);

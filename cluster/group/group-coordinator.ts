@@ -693,6 +693,12 @@ const joinKey = (groupId: string): string => `join\u0000${groupId}`;
 const syncKey = (groupId: string): string => `sync\u0000${groupId}`;
 const EXPIRE_OFFSETS_KEY = 'expire-offsets';
 
+/** A group's own integer config `name` (the GROUP config resource), as `{ [field]: value }`, or nothing. */
+export function ownInt<K extends string>(own: ReadonlyMap<string, string>, name: string, field: K): { [P in K]?: number } {
+  const v = own.get(name)?.trim();
+  return v !== undefined && /^[+-]?\d+$/.test(v) ? ({ [field]: Number(v) } as { [P in K]?: number }) : {};
+}
+
 export class GroupCoordinator {
   readonly config: GroupCoordinatorConfig;
   readonly timer: GroupTimer;
@@ -744,6 +750,14 @@ export class GroupCoordinator {
       log,
       this.config,
       opts.persister,
+      (groupId) => {
+        const own = metadata.groupConfigOverrides(groupId);
+        return {
+          ...ownInt(own, 'share.session.timeout.ms', 'sessionTimeoutMs'),
+          ...ownInt(own, 'share.heartbeat.interval.ms', 'heartbeatIntervalMs'),
+          ...ownInt(own, 'share.assignment.interval.ms', 'assignmentIntervalMs'),
+        };
+      },
     );
     this.streams = new StreamsCoordinator(
       {

@@ -338,9 +338,18 @@ export class StreamsCoordinator {
     readonly config: StreamsGroupsConfig = DEFAULT_STREAMS_GROUPS_CONFIG,
   ) {}
 
-  /** The settings of `groupId`: the broker's (per-group configs plug in here). */
-  settingsOf(_groupId: string): StreamsGroupSettings {
-    return { sessionTimeoutMs: this.config.sessionTimeoutMs, heartbeatIntervalMs: this.config.heartbeatIntervalMs, numStandbyReplicas: this.config.numStandbyReplicas };
+  /** The settings of `groupId`: its own group configs over the broker's. */
+  settingsOf(groupId: string): StreamsGroupSettings {
+    const own = this.host.metadata.groupConfigOverrides(groupId);
+    const int = (name: string, fallback: number): number => {
+      const v = own.get(name)?.trim();
+      return v !== undefined && /^[+-]?\d+$/.test(v) ? Number(v) : fallback;
+    };
+    return {
+      sessionTimeoutMs: int('streams.session.timeout.ms', this.config.sessionTimeoutMs),
+      heartbeatIntervalMs: int('streams.heartbeat.interval.ms', this.config.heartbeatIntervalMs),
+      numStandbyReplicas: int('streams.num.standby.replicas', this.config.numStandbyReplicas),
+    };
   }
 
   group(groupId: string): StreamsGroup | undefined {

@@ -169,17 +169,20 @@ export class SharePartition {
         return invalid(ErrorCode.INVALID_REQUEST, `acknowledgement batch ${b.firstOffset}-${b.lastOffset} has ${b.acknowledgeTypes.length} types`);
       }
       for (const t of b.acknowledgeTypes) if (t < AcknowledgeType.GAP || t > AcknowledgeType.RENEW) return invalid(ErrorCode.INVALID_REQUEST, `unknown acknowledge type ${t}`);
-      for (let o = b.firstOffset; o <= b.lastOffset; o++) {
+      // Offsets before the start offset are done with: acknowledging them again changes nothing.
+      if (b.lastOffset < this.start) continue;
+      if (b.firstOffset > this.lastTracked()) return invalid(ErrorCode.INVALID_REQUEST, 'Batch record not found. The first offset in request is past acquired records.');
+      for (let o = b.firstOffset < this.start ? this.start : b.firstOffset; o <= b.lastOffset; o++) {
         const r = this.records.get(o);
-        if (!r || r.state !== 'acquired' || r.memberId !== memberId) {
-          return invalid(ErrorCode.INVALID_RECORD_STATE, `offset ${o} is not acquired by this member`);
-        }
+        if (!r || r.state !== 'acquired') return invalid(ErrorCode.INVALID_RECORD_STATE, 'The offset cannot be acknowledged. The offset is not acquired.');
+        if (r.memberId !== memberId) return invalid(ErrorCode.INVALID_RECORD_STATE, 'Member is not the owner of batch record');
       }
     }
     const before = new Map<bigint, InFlight>();
     let persisted = false;
     for (const b of batches) {
       for (let o = b.firstOffset, i = 0; o <= b.lastOffset; o++, i++) {
+        if (o < this.start) continue;
         const type = b.acknowledgeTypes.length === 1 ? b.acknowledgeTypes[0]! : b.acknowledgeTypes[i]!;
         const r = this.records.get(o)!;
         if (!before.has(o)) before.set(o, { ...r });
@@ -217,6 +220,13 @@ export class SharePartition {
       this.settle(r, r.deliveryCount >= limits.deliveryCountLimit ? 'archived' : 'available');
     }
     return before.size === 0 ? null : this.changeOf(before);
+  }
+
+  /** The last offset ever tracked (acquired or persisted), or start - 1 when none is. */
+  private lastTracked(): bigint {
+    let last = this.start - 1n;
+    for (const o of this.records.keys()) if (o > last) last = o;
+    return last;
   }
 
   /** The earliest lock expiry, or null when nothing is acquired. */
