@@ -8,22 +8,13 @@
  * without state has start offset -1 and lag -1 (cluster/group/share-groups.ts).
  * Without share groups each group is UNSUPPORTED_VERSION.
  *
- * The lag of a partition this broker does not lead is answered with that
- * partition's NOT_LEADER_OR_FOLLOWER.
+ * The high watermark of a partition another broker leads is asked of that
+ * broker (ListOffsets), as Kafka's coordinator does.
  */
 import { ErrorCode } from '../wire/errors.js';
 import { DescribeShareGroupOffsetsRequest } from '../wire/messages/describe-share-group-offsets-request.js';
 import { DescribeShareGroupOffsetsResponse } from '../wire/messages/describe-share-group-offsets-response.js';
-import { defineHandler, type RequestContext } from './handler.js';
-import type { LatestOffset } from '../cluster/group/share-groups.js';
-
-/** ListOffsets LATEST with read_uncommitted: the high watermark, from this broker's leader replica. */
-function latestOffsets(ctx: RequestContext): LatestOffset {
-  return async (topic, partition) => {
-    const r = ctx.services.replicas.fetchOffsetForTimestamp(topic, partition, -1n, 'highWatermark', -1, true);
-    return { errorCode: r.errorCode, offset: r.offset };
-  };
-}
+import { defineHandler } from './handler.js';
 
 export const describeShareGroupOffsets = defineHandler<DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse>({
   apiKey: 90,
@@ -38,7 +29,7 @@ export const describeShareGroupOffsets = defineHandler<DescribeShareGroupOffsets
       req.groups.map(async (g) => {
         if (!shares.enabled) return { groupId: g.groupId, topics: [], errorCode: ErrorCode.UNSUPPORTED_VERSION, errorMessage: null };
         if (g.topics !== null && g.topics.length === 0) return { groupId: g.groupId, topics: [], errorCode: ErrorCode.NONE, errorMessage: null };
-        return shares.describeOffsets(g.groupId, g.topics, latestOffsets(ctx));
+        return shares.describeOffsets(g.groupId, g.topics, ctx.services.shares.latestOffset);
       }),
     );
     return { throttleTimeMs: 0, groups };

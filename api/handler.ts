@@ -6,6 +6,7 @@
 import type { ShareCoordinator } from '../cluster/share/share-coordinator.js';
 import type { Persister } from '../cluster/share/persister.js';
 import type { ShareStateTopicSettings } from '../cluster/share/coordinator-persister.js';
+import type { LatestOffsetLookup } from '../cluster/share/latest-offsets.js';
 import type { ShareGroupSettings, ShareManager } from '../cluster/share/share-manager.js';
 import type { Logger } from 'pino';
 import type { MessageDecl } from '../wire/schema.js';
@@ -104,6 +105,8 @@ export interface ShareServices {
   readonly coordinator: ShareCoordinator;
   readonly persister: Persister;
   readonly manager: ShareManager;
+  /** A partition's high watermark, from its leader wherever it is (the lag of share groups). */
+  readonly latestOffset: LatestOffsetLookup;
 }
 
 /** Kafka 4.4's broker defaults for share groups' partitions. */

@@ -5,12 +5,15 @@ import type { MetadataStore } from '../metadata/metadata-image.js';
 import type { ReplicaManager } from '../replication/replica-manager.js';
 import { CoordinatorPersister, DEFAULT_SHARE_STATE_TOPIC, type ShareStateTopicSettings } from './coordinator-persister.js';
 import { SHARE_STATE_TOPIC, ShareCoordinator } from './share-coordinator.js';
+import { latestOffsets, type LatestOffsetLookup } from './latest-offsets.js';
 import { ShareManager, type ShareGroupSettings, type ShareLogger } from './share-manager.js';
 
 export interface StartedShares {
   readonly coordinator: ShareCoordinator;
   readonly persister: CoordinatorPersister;
   readonly manager: ShareManager;
+  /** A partition's high watermark, from its leader wherever it is (the lag of share groups). */
+  readonly latestOffset: LatestOffsetLookup;
   shutdown(): void;
 }
 
@@ -30,6 +33,7 @@ export function startShares(
     coordinator,
     persister,
     manager,
+    latestOffset: latestOffsets(nodeId, metadata, replicas, channel),
     shutdown() {
       manager.shutdown();
       coordinator.shutdown();
