@@ -16,9 +16,9 @@ import { decode, encode } from '../../wire/codec.js';
 import { ErrorCode } from '../../wire/errors.js';
 import { buildBatch } from '../../wire/record-batch.js';
 import { ShareSnapshotKey } from '../../wire/messages/share-snapshot-key.js';
-import { ShareSnapshotValue } from '../../wire/messages/share-snapshot-value.js';
+import { ShareSnapshotValue, type ShareSnapshotValue as ShareSnapshotValueT } from '../../wire/messages/share-snapshot-value.js';
 import { ShareUpdateKey } from '../../wire/messages/share-update-key.js';
-import { ShareUpdateValue } from '../../wire/messages/share-update-value.js';
+import { ShareUpdateValue, type ShareUpdateValue as ShareUpdateValueT } from '../../wire/messages/share-update-value.js';
 import type { MessageDecl } from '../../wire/schema.js';
 import { partitionFor } from '../coordinator/partition-for.js';
 import { appendErrorToResponseError, type OffsetsTopicStore } from '../coordinator/state-log-store.js';
@@ -75,24 +75,8 @@ export type ShareStateRecord =
   | { readonly type: 0; readonly key: SharePartitionKey; readonly value: ShareSnapshotValueData | null }
   | { readonly type: 1; readonly key: SharePartitionKey; readonly value: ShareUpdateValueData | null };
 
-export interface ShareSnapshotValueData {
-  snapshotEpoch: number;
-  stateEpoch: number;
-  leaderEpoch: number;
-  startOffset: bigint;
-  deliveryCompleteCount: number;
-  createTimestamp: bigint;
-  writeTimestamp: bigint;
-  stateBatches: StateBatch[];
-}
-
-export interface ShareUpdateValueData {
-  snapshotEpoch: number;
-  leaderEpoch: number;
-  startOffset: bigint;
-  deliveryCompleteCount: number;
-  stateBatches: StateBatch[];
-}
+export type ShareSnapshotValueData = ShareSnapshotValueT;
+export type ShareUpdateValueData = ShareUpdateValueT;
 
 const DECLS: Record<0 | 1, { key: MessageDecl; value: MessageDecl }> = {
   0: { key: ShareSnapshotKey, value: ShareSnapshotValue },
