@@ -34,6 +34,8 @@ var budgets = map[string]time.Duration{
 	"group-consumer": 120 * time.Second,
 	// Bounds its own waits; run's outer limit for it is above this.
 	"txn-cluster": 100 * time.Second,
+	// Waits for share-group assignments (heartbeats 5 s apart) and a quiet period.
+	"share-group": 90 * time.Second,
 }
 
 // scenario runs one check, printing what it sees; a non-nil error means fail.
@@ -45,6 +47,7 @@ var scenarios = map[string]scenario{
 	"group-consumer": groupConsumerScenario,
 	"metadata":       metadataScenario,
 	"roundtrip":      roundtripScenario,
+	"share-group":    shareGroupScenario,
 	"txn-cluster":    txnClusterScenario,
 }
 
