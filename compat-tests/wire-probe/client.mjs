@@ -593,8 +593,12 @@ async function topicPartitions(bootstrap) {
     results.push(check('ListConfigResources v1 BROKER: [error, the broker ids Metadata lists]', [brokersError, brokers.map(([, n]) => n).sort()], [ErrorCode.NONE, brokerIds]));
     const [allError, all] = await configResources(p, []);
     const typeOrder = all.map(([t]) => t).filter((t, i, ts) => i === 0 || ts[i - 1] !== t);
-    results.push(check('ListConfigResources v1 with no type: [error, the types listed, in order]', [allError, typeOrder], [ErrorCode.NONE, [RESOURCE_BROKER_LOGGER, RESOURCE_BROKER, RESOURCE_TOPIC]]));
-    results.push(check('ListConfigResources v1 CLIENT_METRICS and GROUP on a broker with none', await configResources(p, [RESOURCE_CLIENT_METRICS, RESOURCE_GROUP]), [ErrorCode.NONE, []]));
+    // Groups are listed when they have configs, which other scenarios on this broker may have left
+    // (Kafka keeps a group's configs after the group): they must come first, as Kafka lists them.
+    results.push(check('ListConfigResources v1 with no type: [error, the types listed but groups, in order, groups first if any]',
+      [allError, typeOrder.filter((t) => t !== RESOURCE_GROUP), typeOrder.indexOf(RESOURCE_GROUP) <= 0],
+      [ErrorCode.NONE, [RESOURCE_BROKER_LOGGER, RESOURCE_BROKER, RESOURCE_TOPIC], true]));
+    results.push(check('ListConfigResources v1 CLIENT_METRICS on a broker with none', await configResources(p, [RESOURCE_CLIENT_METRICS]), [ErrorCode.NONE, []]));
     results.push(check('ListConfigResources v1 with an unlisted type (3)', await configResources(p, [RESOURCE_TOPIC, 3]), [ErrorCode.UNSUPPORTED_VERSION, []]));
     const v0 = await p.request(74, 0, {});
     results.push(check('ListConfigResources v0 lists client-metrics resources only: [error, names]', [v0.errorCode, v0.configResources.map((c) => c.resourceName)], [ErrorCode.NONE, []]));
