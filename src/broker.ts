@@ -96,6 +96,9 @@ export class Broker {
   }
 
   static async start(config: BrokerConfig, log: Logger): Promise<Broker> {
+    if (config.notApplying.length > 0) {
+      log.warn({ keys: config.notApplying }, 'these configs are Kafka\'s but do not apply to gregor (its JVM, KRaft quorum, ZooKeeper, thread pools, or features gregor does not have); they are accepted, shown by DescribeConfigs, and otherwise ignored');
+    }
     const logDirs = config.logDirs.map((d) => resolve(d));
     const dataDir = logDirs[0]!;
     const unlocks: (() => void)[] = [];
@@ -224,8 +227,8 @@ export class Broker {
     onDirFailure = () => replicas.onLogDirFailure();
     logs.start();
     const settings: BrokerSettings = { ...config, staticConfig };
-    // Requests to the other brokers of a cluster (transaction markers, verifications, share state) go on the first listener, as followers' fetches do.
-    const channel = etcd ? new BrokerChannel(store, config.listeners[0]!.name) : null;
+    // Requests to the other brokers of a cluster (transaction markers, verifications, share state) go on the inter-broker listener, as followers' fetches do.
+    const channel = etcd ? new BrokerChannel(store, config.interBrokerListener) : null;
     // Share groups: the share coordinator loads the partitions of __share_group_state it leads; the
     // group coordinator initializes and summarizes share-partition state through its persister.
     const shares = startShares(config.nodeId, store, replicas, channel, shareGroupSettings(settings, store), log, shareStateTopicSettings(settings));
@@ -243,7 +246,7 @@ export class Broker {
       { config: transactionCoordinatorConfig(settings) },
     ).start();
     // Followers copy their leaders' partitions (only brokers of a cluster follow anyone).
-    const fetchers = new ReplicaFetchers(config.nodeId, store, replicas, log, { listener: config.listeners[0]!.name }).start();
+    const fetchers = new ReplicaFetchers(config.nodeId, store, replicas, log, { listener: config.interBrokerListener }).start();
     const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, transactions, shares, fetchers, channel, unlock);
     const services: BrokerServices = {
       settings,

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, envSource, fileSource, parseListener, resolveConfig, type BrokerConfig, type ConfigSource } from './config.js';
 
@@ -134,6 +135,93 @@ describe('unknown keys', () => {
   });
 });
 
+describe("Kafka's keys", () => {
+  const testdata = (name: string): string => fileURLToPath(new URL(`./testdata/${name}`, import.meta.url));
+
+  it("starts from Kafka 4.4.0's server.properties: controller listeners left out, KRaft and thread keys not applying", () => {
+    const config = resolveConfig([fileSource(testdata('kafka-4.4.0-server.properties'))]);
+    expect(config.listeners).toEqual([{ name: 'PLAINTEXT', host: '', port: 9092 }]);
+    expect(config.advertisedListeners).toEqual([{ name: 'PLAINTEXT', host: 'localhost', port: 9092 }]);
+    expect(config.interBrokerListener).toBe('PLAINTEXT');
+    expect(config.logDirs).toEqual(['/tmp/kraft-combined-logs']);
+    expect(config.offsetsTopicReplicationFactor).toBe(1);
+    expect(config.raw.get('log.retention.hours')).toBe('168');
+    expect(config.notApplying).toEqual([
+      'process.roles', 'controller.quorum.bootstrap.servers', 'num.network.threads', 'num.io.threads', 'socket.send.buffer.bytes',
+      'socket.receive.buffer.bytes', 'num.recovery.threads.per.data.dir',
+    ]);
+  });
+
+  it('starts from a ZooKeeper-era tutorial file: its broker-wide topic defaults kept, ZooKeeper keys not applying', () => {
+    const config = resolveConfig([fileSource(testdata('tutorial-server.properties'))]);
+    expect(config.nodeId).toBe(0);
+    expect(config.autoCreateTopicsEnable).toBe(false);
+    for (const [k, v] of [['log.retention.bytes', '1073741824'], ['log.cleanup.policy', 'delete'], ['min.insync.replicas', '1'], ['message.max.bytes', '1048588']]) {
+      expect(config.raw.get(k!)).toBe(v);
+    }
+    expect(config.notApplying).toContain('zookeeper.connect');
+    expect(config.notApplying).toContain('zookeeper.connection.timeout.ms');
+    expect(config.notApplying).not.toContain('log.retention.bytes');
+  });
+
+  it.each<[string, string]>([
+    ['log.retention.hour', 'log.retention.hours'],
+    ['log.segments.bytes', 'log.segment.bytes'],
+    ['min.insync.replica', 'min.insync.replicas'],
+    ['auto.create.topic.enable', 'auto.create.topics.enable'],
+    ['offset.topic.replication.factor', 'offsets.topic.replication.factor'],
+  ])('refuses the misspelt %s, suggesting %s', (typo, meant) => {
+    const message = configError(() => resolveConfig([flags({ [typo]: '1' })])).message;
+    expect(message).toContain(`unknown config key "${typo}"`);
+    expect(message).toContain(`did you mean "${meant}"?`);
+  });
+
+  it('suggests nothing for a key far from every known one', () => {
+    expect(configError(() => resolveConfig([flags({ 'completely.made.up.thing': '1' })])).message).not.toContain('did you mean');
+  });
+
+  it.each<[string, string, string]>([
+    ['log.roll.hours', '0', 'Value must be at least 1'],
+    ['log.segment.bytes', '100', 'Value must be at least 1048576'],
+    ['min.insync.replicas', '0', 'Value must be at least 1'],
+    ['log.cleanup.policy', 'compact,shred', 'String must be one of: compact, delete'],
+    ['compression.type', 'brotli', 'String must be one of'],
+    ['log.message.timestamp.type', 'WallClock', 'String must be one of: CreateTime, LogAppendTime'],
+    ['message.max.bytes', 'big', 'Not a number of type INT'],
+  ])("checks %s=%s with Kafka's validator", (key, value, problem) => {
+    const message = configError(() => resolveConfig([flags({ [key]: value })])).message;
+    expect(message).toContain(problem);
+    expect(message).toContain('(from command line)');
+  });
+
+  it('refuses a listener whose security protocol gregor does not serve, rather than serve it in plaintext', () => {
+    expect(configError(() => resolveConfig([flags({ listeners: 'SSL://127.0.0.1:9093' })])).message).toContain('listener SSL asks for SSL');
+    expect(
+      configError(() => resolveConfig([flags({ listeners: 'PLAINTEXT://127.0.0.1:9092,SECURE://127.0.0.1:9093', 'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL' })]))
+        .message,
+    ).toContain('listener SECURE asks for SASL_SSL');
+    expect(configError(() => resolveConfig([flags({ listeners: 'CLIENT://127.0.0.1:9092' })])).message).toContain('CLIENT:PLAINTEXT');
+  });
+
+  it('takes the inter-broker listener from inter.broker.listener.name or security.inter.broker.protocol', () => {
+    const map = { listeners: 'CLIENT://127.0.0.1:9092,BROKER://127.0.0.1:9093', 'listener.security.protocol.map': 'CLIENT:PLAINTEXT,BROKER:PLAINTEXT' };
+    expect(resolveConfig([flags(map)]).interBrokerListener).toBe('CLIENT');
+    expect(resolveConfig([flags({ ...map, 'inter.broker.listener.name': 'BROKER' })]).interBrokerListener).toBe('BROKER');
+    expect(configError(() => resolveConfig([flags({ ...map, 'inter.broker.listener.name': 'OTHER' })])).message).toContain('OTHER is not one of the listeners');
+  });
+
+  it('needs a listener that is not a controller listener', () => {
+    expect(configError(() => resolveConfig([flags({ listeners: 'CONTROLLER://127.0.0.1:9093', 'controller.listener.names': 'CONTROLLER' })])).message).toContain(
+      'not a controller listener',
+    );
+  });
+
+  it('takes listener-prefixed, authorizer and ZooKeeper keys as not applying', () => {
+    const config = resolveConfig([flags({ 'listener.name.plaintext.connections.max.reauth.ms': '1000', 'super.users': 'User:admin', 'zookeeper.session.timeout.ms': '18000' })]);
+    expect(config.notApplying).toEqual(['listener.name.plaintext.connections.max.reauth.ms', 'super.users', 'zookeeper.session.timeout.ms']);
+  });
+});
+
 describe('values', () => {
   it.each<[string, string, string]>([
     ['num.partitions', 'abc', 'whole number'],
@@ -199,7 +287,7 @@ describe('parseListener', () => {
 
 describe('listeners and advertised.listeners', () => {
   it('parses a comma-separated list', () => {
-    const config = resolveConfig([flags({ listeners: 'PLAINTEXT://127.0.0.1:0, INTERNAL://[::1]:0' })]);
+    const config = resolveConfig([flags({ listeners: 'PLAINTEXT://127.0.0.1:0, INTERNAL://[::1]:0', 'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT' })]);
     expect(config.listeners).toEqual([
       { name: 'PLAINTEXT', host: '127.0.0.1', port: 0 },
       { name: 'INTERNAL', host: '::1', port: 0 },
@@ -208,7 +296,11 @@ describe('listeners and advertised.listeners', () => {
 
   it('advertises per listener name', () => {
     const config = resolveConfig([
-      flags({ listeners: 'PLAINTEXT://0.0.0.0:9092,INTERNAL://127.0.0.1:19092', 'advertised.listeners': 'PLAINTEXT://kafka.example:9092' }),
+      flags({
+        listeners: 'PLAINTEXT://0.0.0.0:9092,INTERNAL://127.0.0.1:19092',
+        'advertised.listeners': 'PLAINTEXT://kafka.example:9092',
+        'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT',
+      }),
     ]);
     expect(config.advertisedListeners).toEqual([{ name: 'PLAINTEXT', host: 'kafka.example', port: 9092 }]);
   });

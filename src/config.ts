@@ -1,12 +1,17 @@
 /**
  * Broker configuration, with Kafka's names and defaults. Values come from a
  * server.properties-style file, then the environment, then command-line flags;
- * a later source overrides an earlier one. Unknown keys are errors, so a typo
- * never silently falls back to a default.
+ * a later source overrides an earlier one. Every broker config key of Kafka is
+ * taken (checked against Kafka's type and validator); those that concern only
+ * Kafka's JVM, its KRaft quorum or ZooKeeper are listed as not applying. A key
+ * neither Kafka nor gregor knows is an error that names the nearest known key,
+ * so a typo never silently falls back to a default.
  */
 import { readFileSync } from 'node:fs';
 import { resolve as resolvePath, sep } from 'node:path';
 import { parseProperties } from '../storage/atomic-file.js';
+import { checkConfigValue } from '../storage/topic-config.js';
+import { kafkaBrokerConfig, KAFKA_LIST_ORDER, LISTED_BROKER_CONFIGS } from '../cluster/metadata/broker-config-catalog.js';
 
 type Kind = 'int' | 'long' | 'bool' | 'string' | 'list';
 
@@ -130,8 +135,14 @@ export interface ListenerSpec {
 
 /** The typed configuration the rest of the broker reads. */
 export interface BrokerConfig {
-  readonly raw: ReadonlyMap<ConfigKey, string>;
+  /** Every key the operator set (file, environment, flags), by Kafka name. */
+  readonly raw: ReadonlyMap<string, string>;
+  /** Keys set that are Kafka's but do not apply to gregor (KRaft quorum, JVM, ZooKeeper, ...), in the order given. */
+  readonly notApplying: readonly string[];
+  /** The listeners gregor serves: every one of `listeners` but the controller listeners (controller.listener.names). */
   readonly listeners: readonly ListenerSpec[];
+  /** The listener brokers of a cluster use to reach each other: inter.broker.listener.name, else the first listener. */
+  readonly interBrokerListener: string;
   readonly advertisedListeners: readonly ListenerSpec[] | null;
   /** The first of logDirs: the broker's own files (meta.properties, the local metadata store) live there. */
   readonly dataDir: string;
@@ -266,34 +277,148 @@ function checkValue(key: ConfigKey, value: string, origin: string): void {
   }
 }
 
+/**
+ * Keys of Kafka's that its 4.x broker no longer defines but that server.properties files
+ * written for ZooKeeper-era Kafka still carry; taken and listed as not applying, as are all
+ * zookeeper.* keys.
+ */
+const LEGACY_KAFKA_KEYS: ReadonlySet<string> = new Set([
+  'broker.id.generation.enable', 'reserved.broker.max.id', 'inter.broker.protocol.version', 'log.message.format.version',
+  'log.message.downconversion.enable', 'control.plane.listener.name', 'host.name', 'port', 'advertised.host.name', 'advertised.port',
+  'offsets.commit.required.acks', 'offsets.topic.compression.codec', 'metadata.migration.enable',
+]);
+
+/** Keys Kafka's StandardAuthorizer reads from the broker config (not in the broker's own definitions). */
+const AUTHORIZER_KEYS: ReadonlySet<string> = new Set(['super.users', 'allow.everyone.if.no.acl.found']);
+
+/** Kafka keys gregor reads besides its own (CONFIG_DEFS) and the topic-config defaults (LISTED_BROKER_CONFIGS). */
+const LISTENER_KEYS: ReadonlySet<string> = new Set(['listener.security.protocol.map', 'controller.listener.names', 'inter.broker.listener.name', 'security.inter.broker.protocol']);
+
+/** Kafka's default listener.security.protocol.map: each security protocol's name maps to itself. */
+const SECURITY_PROTOCOLS = ['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'];
+
+/** Levenshtein distance of a and b. */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+
+/**
+ * The known key nearest to `key`, or null when none is near (more than a third of its
+ * letters different). Example: nearestKey('log.retention.hour') -> 'log.retention.hours'.
+ */
+export function nearestKey(key: string): string | null {
+  let best: string | null = null;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const name of [...Object.keys(CONFIG_DEFS), ...KAFKA_LIST_ORDER.keys(), ...AUTHORIZER_KEYS]) {
+    const d = editDistance(key, name);
+    if (d < bestDistance) {
+      best = name;
+      bestDistance = d;
+    }
+  }
+  return bestDistance <= Math.max(2, Math.floor(key.length / 3)) ? best : null;
+}
+
+/**
+ * How gregor takes a key it is given: 'gregor' (its own keys, with its own checks), 'kafka'
+ * (a Kafka broker key, checked against Kafka's type and validator), 'other' (a Kafka key
+ * without definitions gregor can check: listener-prefixed, authorizer and ZooKeeper-era
+ * keys), or undefined for a key nobody knows.
+ */
+function keyKind(key: string): 'gregor' | 'kafka' | 'other' | undefined {
+  if (key in CONFIG_DEFS) return 'gregor';
+  if (kafkaBrokerConfig(key) !== undefined) return 'kafka';
+  if (key.startsWith('listener.name.') || key.startsWith('zookeeper.') || AUTHORIZER_KEYS.has(key) || LEGACY_KAFKA_KEYS.has(key)) return 'other';
+  return undefined;
+}
+
+/** Whether gregor acts on a key it takes; the others are listed once at start as not applying. */
+function applies(key: string): boolean {
+  return key in CONFIG_DEFS || LISTED_BROKER_CONFIGS.includes(key) || LISTENER_KEYS.has(key);
+}
+
+/** listener.security.protocol.map, e.g. 'CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT' -> Map { CONTROLLER => PLAINTEXT, PLAINTEXT => PLAINTEXT }. */
+function protocolMap(value: string | null): Map<string, string> {
+  if (value === null) return new Map(SECURITY_PROTOCOLS.map((p) => [p, p]));
+  const map = new Map<string, string>();
+  for (const entry of value.split(',').map((e) => e.trim()).filter((e) => e !== '')) {
+    const m = /^([^:]+):([^:]+)$/.exec(entry);
+    if (!m) throw new ConfigError(`listener.security.protocol.map: "${entry}" is not LISTENER_NAME:SECURITY_PROTOCOL`);
+    const protocol = m[2]!.trim().toUpperCase();
+    if (!SECURITY_PROTOCOLS.includes(protocol)) throw new ConfigError(`listener.security.protocol.map: ${protocol} is not a security protocol (${SECURITY_PROTOCOLS.join(', ')})`);
+    map.set(m[1]!.trim().toUpperCase(), protocol);
+  }
+  return map;
+}
+
 /** Merges the sources in order and validates every key and value. */
 export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
-  const raw = new Map<ConfigKey, string>();
+  const raw = new Map<string, string>();
   for (const src of sources) {
     for (const [key, value] of src.values) {
-      if (!(key in CONFIG_DEFS)) {
-        throw new ConfigError(`unknown config key "${key}" (from ${src.origin}); see the configuration table in README.md`);
+      const kind = keyKind(key);
+      if (kind === undefined) {
+        const near = nearestKey(key);
+        throw new ConfigError(`unknown config key "${key}" (from ${src.origin})${near ? `; did you mean "${near}"?` : ''} See the configuration table in README.md`);
       }
-      checkValue(key as ConfigKey, value, src.origin);
-      raw.set(key as ConfigKey, value.trim());
+      if (kind === 'gregor') checkValue(key as ConfigKey, value, src.origin);
+      else if (kind === 'kafka') {
+        const def = kafkaBrokerConfig(key)!;
+        const problem = checkConfigValue(key, def.type, value.trim(), def.check);
+        if (problem !== null) throw new ConfigError(`${problem} (from ${src.origin})`);
+      }
+      // The last source to set a key decides, and the key stays where it was first given.
+      raw.set(key, value.trim());
     }
   }
   const get = (k: ConfigKey): string | null => raw.get(k) ?? CONFIG_DEFS[k].default;
   const int = (k: ConfigKey): number => Number(get(k));
   const bool = (k: ConfigKey): boolean => get(k)!.toLowerCase() === 'true';
+  const notApplying = [...raw.keys()].filter((k) => !applies(k));
 
-  const listeners = get('listeners')!.split(',').filter((s) => s.trim() !== '').map((s) => parseListener(s, 'listeners'));
-  if (listeners.length === 0) throw new ConfigError('listeners: at least one listener is needed');
+  const protocols = protocolMap(raw.get('listener.security.protocol.map') ?? null);
+  const controllerNames = new Set((raw.get('controller.listener.names') ?? '').split(',').map((n) => n.trim().toUpperCase()).filter((n) => n !== ''));
+  const allListeners = get('listeners')!.split(',').filter((s) => s.trim() !== '').map((s) => parseListener(s, 'listeners'));
   const names = new Set<string>();
-  for (const l of listeners) {
+  for (const l of allListeners) {
     if (names.has(l.name)) throw new ConfigError(`listeners: listener name ${l.name} appears twice`);
     names.add(l.name);
   }
+  const listeners = allListeners.filter((l) => !controllerNames.has(l.name));
+  if (listeners.length === 0) throw new ConfigError('listeners: at least one listener that is not a controller listener (controller.listener.names) is needed');
+  for (const l of listeners) {
+    const protocol = protocols.get(l.name);
+    if (protocol === undefined) {
+      throw new ConfigError(`listeners: listener ${l.name} has no security protocol; map it in listener.security.protocol.map, e.g. ${l.name}:PLAINTEXT`);
+    }
+    if (protocol !== 'PLAINTEXT') {
+      throw new ConfigError(`listeners: listener ${l.name} asks for ${protocol}, which gregor does not serve; it would serve plaintext where clients expect ${protocol}. Use a PLAINTEXT listener`);
+    }
+  }
   const adv = get('advertised.listeners');
-  const advertisedListeners = adv === null ? null : adv.split(',').filter((s) => s.trim() !== '').map((s) => parseListener(s, 'advertised.listeners'));
+  const advertisedListeners =
+    adv === null ? null : adv.split(',').filter((s) => s.trim() !== '').map((s) => parseListener(s, 'advertised.listeners')).filter((a) => !controllerNames.has(a.name));
   for (const a of advertisedListeners ?? []) {
     if (!names.has(a.name)) throw new ConfigError(`advertised.listeners: ${a.name} is not one of the listeners (${[...names].join(', ')})`);
     if (a.host === '' || a.host === '0.0.0.0' || a.host === '::') throw new ConfigError(`advertised.listeners: ${a.name} needs a host clients can reach, not "${a.host}"`);
+  }
+  let interBrokerListener = listeners[0]!.name;
+  const interName = raw.get('inter.broker.listener.name')?.toUpperCase();
+  if (interName !== undefined) {
+    if (raw.has('security.inter.broker.protocol')) throw new ConfigError('inter.broker.listener.name and security.inter.broker.protocol are both set; set only inter.broker.listener.name');
+    if (!listeners.some((l) => l.name === interName)) throw new ConfigError(`inter.broker.listener.name: ${interName} is not one of the listeners (${listeners.map((l) => l.name).join(', ')})`);
+    interBrokerListener = interName;
+  } else if (raw.has('security.inter.broker.protocol')) {
+    const wanted = raw.get('security.inter.broker.protocol')!.toUpperCase();
+    const found = listeners.find((l) => protocols.get(l.name) === wanted);
+    if (found === undefined) throw new ConfigError(`security.inter.broker.protocol: no listener uses ${wanted}`);
+    interBrokerListener = found.name;
   }
   const dirs = get('log.dirs');
   const logDirs = dirs !== null ? dirs.split(',').map((d) => d.trim()).filter((d) => d !== '') : [get('log.dir')!];
@@ -311,7 +436,9 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
   checkGroupBounds(int);
   return {
     raw,
+    notApplying,
     listeners,
+    interBrokerListener,
     advertisedListeners,
     dataDir,
     logDirs,

@@ -132,11 +132,13 @@ const LOG_MANAGER_DOCS: ReadonlyMap<string, string> = new Map([
   ['log.flush.offset.checkpoint.interval.ms', 'How often each log writes its recovery checkpoint.'],
 ]);
 
+/** Every broker config Kafka's DescribeConfigs lists (all but its internal ones), in its order. */
+export const DESCRIBED_BROKER_CONFIGS: readonly string[] = KAFKA_BROKER_CONFIGS.filter((c) => !c.internal).map((c) => c.name);
+
 /**
- * The Kafka broker configs a broker resource lists besides gregor's own keys
+ * The Kafka broker configs gregor acts on besides its own keys
  * (src/config.ts): the broker-wide default of every topic config, and the
- * log manager settings above. Listing Kafka's other configs (SSL, SASL,
- * KRaft, quotas, ...) would claim settings gregor does not have.
+ * log manager settings above.
  */
 export const LISTED_BROKER_CONFIGS: readonly string[] = [...new Set([...TOPIC_CONFIGS_BY_SERVER_NAME.keys(), ...LOG_MANAGER_DOCS.keys()])];
 

@@ -32,7 +32,7 @@ import {
   TOPIC_CONFIG_DESCRIBE_ORDER,
   type ConfigType,
 } from '../../storage/topic-config.js';
-import { brokerConfigDoc, brokerSynonyms, dynamicMode, kafkaBrokerConfig, KAFKA_LIST_ORDER, LISTED_BROKER_CONFIGS } from './broker-config-catalog.js';
+import { brokerConfigDoc, brokerSynonyms, DESCRIBED_BROKER_CONFIGS, dynamicMode, kafkaBrokerConfig, KAFKA_LIST_ORDER, LISTED_BROKER_CONFIGS } from './broker-config-catalog.js';
 import { ErrorCode } from '../../wire/errors.js';
 import type { DynamicBrokerConfigs, MetadataImage, MetadataStore } from './metadata-image.js';
 
@@ -214,9 +214,9 @@ export class BrokerConfigs {
   /**
    * The configs of this broker (`perBroker`) or of the cluster default
    * resource (the broker resource named ""), which lists only what is set
-   * there, as Kafka does. A broker lists gregor's own keys, the broker-wide
-   * default of every topic config, the log manager settings, and any name
-   * set dynamically; in Kafka's order, gregor's own keys after.
+   * there, as Kafka does. A broker lists every config Kafka's broker lists,
+   * gregor's own keys, and any name set at start or dynamically; in Kafka's
+   * order, gregor's own keys after.
    *
    * Example: on a broker started with no config, describeBroker(true,
    * { keys: ['log.retention.hours'], includeSynonyms: true, ... }) ->
@@ -226,7 +226,7 @@ export class BrokerConfigs {
    */
   describeBroker(perBroker: boolean, opts: DescribeOptions): ConfigEntry[] {
     const names = perBroker
-      ? new Set([...LISTED_BROKER_CONFIGS, ...this.staticConfig.keys.keys(), ...Object.keys(this.dynamic.clusterDefault), ...Object.keys(this.own)])
+      ? new Set([...DESCRIBED_BROKER_CONFIGS, ...LISTED_BROKER_CONFIGS, ...this.staticConfig.keys.keys(), ...this.staticConfig.values.keys(), ...Object.keys(this.dynamic.clusterDefault), ...Object.keys(this.own)])
       : new Set(Object.keys(this.dynamic.clusterDefault));
     const order = (n: string): number => KAFKA_LIST_ORDER.get(n) ?? Number.POSITIVE_INFINITY;
     const keep = wanted(opts.keys);

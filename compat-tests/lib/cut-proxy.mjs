@@ -78,6 +78,8 @@ export function gregorProxiedArgs({ listenerPort, proxyPort }, plaintextPort = 0
     `listeners=PLAINTEXT://127.0.0.1:${plaintextPort},PROXIED://127.0.0.1:${listenerPort}`,
     '--override',
     `advertised.listeners=PROXIED://127.0.0.1:${proxyPort}`,
+    '--override',
+    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,PROXIED:PLAINTEXT',
   ];
 }
 
