@@ -218,7 +218,7 @@ export async function writeTopicConfigs(ctx: RequestContext, name: string, confi
  * unless validateOnly, stores it. The logs take the new defaults at once.
  */
 export async function writeBrokerConfigs(ctx: RequestContext, nodeId: number | null, configs: Record<string, string>, validateOnly: boolean): Promise<ResourceOutcome> {
-  const check = brokerConfigs(ctx).checkDynamicChange(configs);
+  const check = brokerConfigs(ctx).checkDynamicChange(configs, nodeId !== null);
   if (!check.ok) return fail(check.errorCode, check.message);
   if (validateOnly) return OK;
   try {

@@ -153,7 +153,7 @@ describe('IncrementalAlterConfigs', () => {
       [4, '', ErrorCode.INVALID_CONFIG, 'Config value subtract is not allowed for config key: log.retention.ms'],
       [4, '2', ErrorCode.INVALID_REQUEST, 'Unexpected broker id, expected 1, but received 2'],
       [4, 'x', ErrorCode.INVALID_REQUEST, 'Node id must be an integer, but it is: x'],
-      [4, '1', ErrorCode.INVALID_REQUEST, 'Cannot update these configs dynamically: Set(num.partitions)'],
+      [4, '1', ErrorCode.INVALID_REQUEST, 'Cannot update these configs dynamically: [num.partitions]'],
       [4, '1', ErrorCode.INVALID_REQUEST, 'Invalid value abc for configuration log.retention.ms: Not a number of type LONG'],
     ]);
   });

@@ -17,7 +17,7 @@ import { gregorProxiedArgs, proxiedEnv, reserveProxiedListener, reserveProxiedLi
 
 // The one list of scenarios every client is asked to run.
 export const SCENARIOS = [
-  'admin', 'consumer-group-rules', 'corrupt-batch', 'feature-rules', 'group', 'group-admin', 'group-configs', 'group-consumer', 'group-migration', 'idempotent', 'idempotent-cut', 'log-dirs',
+  'admin', 'broker-configs', 'consumer-group-rules', 'corrupt-batch', 'feature-rules', 'group', 'group-admin', 'group-configs', 'group-consumer', 'group-migration', 'idempotent', 'idempotent-cut', 'log-dirs',
   'metadata', 'metadata-rules', 'produce', 'roundtrip', 'share-group', 'share-group-rules',
   'streams-eos', 'streams-groups', 'topic-partitions', 'txn', 'txn-cluster',
 ];
@@ -65,12 +65,10 @@ const GREGOR_CLUSTER_OVERRIDES = {
   'offsets.topic.replication.factor': '3',
   'transaction.state.log.replication.factor': '3',
   'transaction.state.log.min.isr': '2',
+  'min.insync.replicas': '2',
   // A killed broker's partitions move after 6 s instead of 9.
   'broker.session.timeout.ms': '6000',
 };
-// gregor takes min.insync.replicas only at run time (a dynamic broker config), so the
-// cluster gets it as its cluster-wide default once the brokers are up.
-const GREGOR_CLUSTER_DYNAMIC_DEFAULTS = { 'min.insync.replicas': '2' };
 const KAFKA_CLUSTER_HEAP = ['-Xms256m', '-Xmx512m'];
 
 // Broker log records (pino JSON, level >= warn) that mean the cluster's metadata updates
@@ -328,7 +326,6 @@ async function startBroker(name, { onBrokerLine } = {}) {
       const cluster = await withStartGuard('gregor cluster', startGregorCluster({
         brokers: CLUSTER_SIZE,
         overrides: GREGOR_CLUSTER_OVERRIDES,
-        dynamicDefaults: GREGOR_CLUSTER_DYNAMIC_DEFAULTS,
         logDirs: LOG_DIRS,
         proxied,
         onLine: onBrokerLine,

@@ -166,24 +166,30 @@ export function brokerConfigDoc(name: string): string | null {
   return LOG_MANAGER_DOCS.get(name) ?? null;
 }
 
+/** The TLS configs Kafka changes at run time only under a listener prefix (listener.name.NAME.ssl...). */
+export const LISTENER_PREFIXED_SECURITY_CONFIGS: ReadonlySet<string> = new Set([
+  'ssl.keystore.type', 'ssl.keystore.location', 'ssl.keystore.password', 'ssl.key.password', 'ssl.truststore.type', 'ssl.truststore.location',
+  'ssl.truststore.password', 'ssl.keystore.certificate.chain', 'ssl.keystore.key', 'ssl.truststore.certificates',
+]);
+
+/** Kafka's per-broker configs gregor does not take at run time: it binds its listeners once, at start. */
+const BOUND_AT_START: ReadonlySet<string> = new Set(['listeners', 'advertised.listeners', 'listener.security.protocol.map']);
+
 /**
- * How gregor lets `name` change at run time. Kafka's cluster-wide dynamic
- * configs are taken (those that give topic configs their defaults apply to
- * every log at once; the others are stored and listed, as Kafka stores names
- * it does not know). Refused as read-only: Kafka's read-only configs,
- * Kafka's per-broker ones (listeners, TLS and SASL: gregor binds its
- * listeners once and has neither), and gregor's own start-up keys
- * (`staticKeys`) that are not topic-config defaults. A name neither Kafka nor
- * gregor knows is 'unknown': taken and stored, as Kafka does.
+ * How gregor lets `name` change at run time: as Kafka does (cluster-wide
+ * configs at the cluster default or on one broker, per-broker ones on one
+ * broker only), except that the listeners are bound once and gregor's own
+ * start-up keys (`staticKeys`) that Kafka does not change at run time stay
+ * read-only. A name neither Kafka nor gregor knows is 'unknown': taken and
+ * stored, as Kafka does.
  *
  * Example: dynamicMode('log.retention.ms', keys) -> 'cluster-wide';
- * dynamicMode('num.partitions', keys) -> 'read-only'; dynamicMode('x.y', keys)
- * -> 'unknown'.
+ * dynamicMode('sasl.kerberos.min.time.before.relogin', keys) -> 'per-broker';
+ * dynamicMode('num.partitions', keys) -> 'read-only'; dynamicMode('x.y', keys) -> 'unknown'.
  */
 export function dynamicMode(name: string, staticKeys: ReadonlySet<string>): DynamicMode | 'unknown' {
   const kafka = KAFKA_DEFS.get(name);
-  if (TOPIC_CONFIGS_BY_SERVER_NAME.has(name)) return kafka?.kafkaMode === 'cluster-wide' ? 'cluster-wide' : 'read-only';
-  if (staticKeys.has(name) || name.startsWith('listener.name.')) return 'read-only';
-  if (kafka === undefined) return 'unknown';
-  return kafka.kafkaMode === 'cluster-wide' ? 'cluster-wide' : 'read-only';
+  if (BOUND_AT_START.has(name) || name.startsWith('listener.name.')) return 'read-only';
+  if (kafka === undefined) return staticKeys.has(name) ? 'read-only' : 'unknown';
+  return kafka.kafkaMode;
 }

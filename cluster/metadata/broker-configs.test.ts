@@ -177,22 +177,25 @@ describe('dynamic changes', () => {
   const view = new BrokerConfigs(STATIC, NO_DYNAMIC_BROKER_CONFIGS, 1);
 
   it('takes the topic config defaults and Kafka\'s other cluster-wide configs', () => {
-    expect(view.checkDynamicChange({ 'log.retention.ms': '1000', 'num.io.threads': '8', 'some.plugin.config': 'x' })).toEqual({ ok: true });
+    expect(view.checkDynamicChange({ 'log.retention.ms': '1000', 'num.io.threads': '8', 'some.plugin.config': 'x' }, false)).toEqual({ ok: true });
+    expect(view.checkDynamicChange({ 'log.retention.ms': '1000', 'sasl.kerberos.min.time.before.relogin': '58000' }, true)).toEqual({ ok: true });
     expect(dynamicMode('log.cleanup.policy', new Set())).toBe('cluster-wide');
     expect(dynamicMode('nope', new Set())).toBe('unknown');
   });
 
   it.each([
-    [{ 'log.retention.hours': '1' }, 'Cannot update these configs dynamically: Set(log.retention.hours)'],
-    [{ 'num.partitions': '3', 'delete.topic.enable': 'true' }, 'Cannot update these configs dynamically: Set(num.partitions, delete.topic.enable)'],
-    [{ listeners: 'PLAINTEXT://127.0.0.1:1' }, 'Cannot update these configs dynamically: Set(listeners)'],
-    [{ 'ssl.key.password': 'x' }, 'Cannot update these configs dynamically: Set(ssl.key.password)'],
+    [{ 'log.retention.hours': '1' }, 'Cannot update these configs dynamically: [log.retention.hours]'],
+    [{ 'num.partitions': '3', 'delete.topic.enable': 'true' }, 'Cannot update these configs dynamically: [num.partitions, delete.topic.enable]'],
+    // Kafka changes listeners per broker; gregor binds them once.
+    [{ listeners: 'PLAINTEXT://127.0.0.1:1' }, 'Cannot update these configs dynamically: [listeners]'],
+    [{ 'ssl.key.password': 'x' }, 'These security configs can be dynamically updated only per-listener using the listener prefix: [ssl.key.password]'],
+    [{ 'sasl.kerberos.min.time.before.relogin': '58000' }, 'Cannot update these configs at default cluster level, broker id must be specified: [sasl.kerberos.min.time.before.relogin]'],
     [{ 'log.retention.ms': 'abc' }, 'Invalid value abc for configuration log.retention.ms: Not a number of type LONG'],
     [{ 'log.segment.bytes': '1000' }, 'Invalid value 1000 for configuration log.segment.bytes: Value must be at least 1048576'],
     [{ 'log.message.timestamp.type': 'x' }, 'Invalid value x for configuration log.message.timestamp.type: String must be one of: CreateTime, LogAppendTime'],
     [{ 'leader.replication.throttled.rate': '-1' }, 'Invalid value -1 for configuration leader.replication.throttled.rate: Value must be at least 0'],
   ])('refuses %j with INVALID_REQUEST: %s', (configs, message) => {
-    expect(view.checkDynamicChange(configs)).toEqual({ ok: false, errorCode: ErrorCode.INVALID_REQUEST, message });
+    expect(view.checkDynamicChange(configs, false)).toEqual({ ok: false, errorCode: ErrorCode.INVALID_REQUEST, message });
   });
 });
 

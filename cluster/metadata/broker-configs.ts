@@ -32,7 +32,16 @@ import {
   TOPIC_CONFIG_DESCRIBE_ORDER,
   type ConfigType,
 } from '../../storage/topic-config.js';
-import { brokerConfigDoc, brokerSynonyms, DESCRIBED_BROKER_CONFIGS, dynamicMode, kafkaBrokerConfig, KAFKA_LIST_ORDER, LISTED_BROKER_CONFIGS } from './broker-config-catalog.js';
+import {
+  brokerConfigDoc,
+  brokerSynonyms,
+  DESCRIBED_BROKER_CONFIGS,
+  dynamicMode,
+  kafkaBrokerConfig,
+  KAFKA_LIST_ORDER,
+  LISTED_BROKER_CONFIGS,
+  LISTENER_PREFIXED_SECURITY_CONFIGS,
+} from './broker-config-catalog.js';
 import { ErrorCode } from '../../wire/errors.js';
 import type { DynamicBrokerConfigs, MetadataImage, MetadataStore } from './metadata-image.js';
 
@@ -95,6 +104,30 @@ export interface DescribeOptions {
 }
 
 export type ConfigChangeCheck = { ok: true } | { ok: false; errorCode: number; message: string };
+
+/** Java's String.hashCode of `s`. */
+function javaHash(s: string): number {
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (Math.imul(h, 31) + s.charCodeAt(i)) | 0;
+  return h;
+}
+
+/**
+ * `names` as Java prints a HashSet of them, the way Kafka's messages name a
+ * set of configs: in the order of the hash table's buckets.
+ *
+ * Example: javaSetString(['num.partitions']) -> '[num.partitions]'.
+ */
+export function javaSetString(names: readonly string[]): string {
+  let capacity = 16;
+  while (names.length > capacity * 0.75) capacity *= 2;
+  const bucket = (n: string): number => {
+    const h = javaHash(n);
+    return (h ^ (h >>> 16)) & (capacity - 1);
+  };
+  const ordered = names.map((n, i) => ({ n, i, b: bucket(n) })).sort((x, y) => x.b - y.b || x.i - y.i);
+  return `[${ordered.map((x) => x.n).join(', ')}]`;
+}
 
 function wanted(keys: readonly string[] | null): (name: string) => boolean {
   if (keys === null || keys.length === 0) return () => true;
@@ -188,9 +221,14 @@ export class BrokerConfigs {
     return this.synonyms(name, brokerSynonyms(name), this.typeOf(name) === 'password');
   }
 
-  /** Whether gregor takes run-time changes of `name` (see dynamicMode). */
+  /**
+   * Whether DescribeConfigs shows `name` as read-only: unless it can change at
+   * run time (see dynamicMode), which names nobody knows cannot, as in Kafka,
+   * though they are stored when set.
+   */
   readOnly(name: string): boolean {
-    return dynamicMode(name, this.staticKeys) !== 'cluster-wide';
+    const mode = dynamicMode(name, this.staticKeys);
+    return mode !== 'cluster-wide' && mode !== 'per-broker';
   }
 
   private brokerEntry(name: string, perBroker: boolean, opts: DescribeOptions): ConfigEntry {
@@ -286,25 +324,32 @@ export class BrokerConfigs {
   }
 
   /**
-   * Checks the whole set of dynamic configs one level (this broker, or the
-   * cluster default) would have after a change, as Kafka's broker does:
-   * names it cannot change at run time refused together, then each value
-   * against its type and range. Both are INVALID_REQUEST, as in Kafka.
+   * Checks the whole set of dynamic configs one level (one broker when
+   * `perBroker`, else the cluster default) would have after a change, as
+   * Kafka's broker does, in its order: names it cannot change at run time,
+   * TLS configs without a listener prefix, each value against its type and
+   * range, then (at the cluster default) names Kafka changes per broker only.
+   * Each is INVALID_REQUEST, naming the configs as a Java set.
    *
-   * Example: checkDynamicChange({ 'num.partitions': '3' }) -> { ok: false,
+   * Example: checkDynamicChange({ 'num.partitions': '3' }, true) -> { ok: false,
    * errorCode: INVALID_REQUEST, message: 'Cannot update these configs
-   * dynamically: Set(num.partitions)' }.
+   * dynamically: [num.partitions]' }.
    */
-  checkDynamicChange(configs: Readonly<Record<string, string>>): ConfigChangeCheck {
+  checkDynamicChange(configs: Readonly<Record<string, string>>, perBroker: boolean): ConfigChangeCheck {
     const names = Object.keys(configs);
-    const fixed = names.filter((n) => this.readOnly(n) && dynamicMode(n, this.staticKeys) !== 'unknown');
-    if (fixed.length > 0) return { ok: false, errorCode: ErrorCode.INVALID_REQUEST, message: `Cannot update these configs dynamically: Set(${fixed.join(', ')})` };
+    const refuse = (what: string, which: readonly string[]): ConfigChangeCheck => ({ ok: false, errorCode: ErrorCode.INVALID_REQUEST, message: `${what}: ${javaSetString(which)}` });
+    const fixed = names.filter((n) => dynamicMode(n, this.staticKeys) === 'read-only');
+    if (fixed.length > 0) return refuse('Cannot update these configs dynamically', fixed);
+    const unprefixed = names.filter((n) => LISTENER_PREFIXED_SECURITY_CONFIGS.has(n));
+    if (unprefixed.length > 0) return refuse('These security configs can be dynamically updated only per-listener using the listener prefix', unprefixed);
     for (const name of names) {
       const type = this.typeOf(name);
       if (type === null) continue;
       const problem = checkConfigValue(name, type, configs[name]!, kafkaBrokerConfig(name)?.check);
       if (problem !== null) return { ok: false, errorCode: ErrorCode.INVALID_REQUEST, message: problem };
     }
+    const perBrokerOnly = names.filter((n) => dynamicMode(n, this.staticKeys) === 'per-broker');
+    if (!perBroker && perBrokerOnly.length > 0) return refuse('Cannot update these configs at default cluster level, broker id must be specified', perBrokerOnly);
     return { ok: true };
   }
 

@@ -6,7 +6,6 @@
 //
 //   await apiVersions({ port: 40100 })       // { errorCode: 0, apiKeys: [{ apiKey: 0, minVersion: 0, maxVersion: 11 }, ...] }
 //   await metadataBrokers({ port: 40100 })   // [{ nodeId: 1, host: '127.0.0.1', port: 40100 }, ...]
-//   await alterClusterDefaults({ port: 40100 }, { 'min.insync.replicas': '2' })
 //   await describeBrokerConfigs({ port: 40101 }, 2, ['min.insync.replicas'])  // Map { 'min.insync.replicas' => '2' }
 
 import net from 'node:net';
@@ -14,9 +13,7 @@ import net from 'node:net';
 const METADATA = 3;
 const API_VERSIONS = 18;
 const DESCRIBE_CONFIGS = 32;
-const INCREMENTAL_ALTER_CONFIGS = 44;
 const RESOURCE_BROKER = 4;
-const OP_SET = 0;
 const MAX_RESPONSE = 64 * 1024 * 1024;
 
 class Out {
@@ -144,22 +141,6 @@ export async function metadataBrokers(address, timeoutMs) {
     r.string(); // rack
     return { nodeId, host, port };
   });
-}
-
-/** Sets cluster-wide dynamic broker defaults (the broker resource ""); throws on any error code. */
-export async function alterClusterDefaults(address, entries, timeoutMs) {
-  const out = new Out().int32(1).int8(RESOURCE_BROKER).string('');
-  const names = Object.keys(entries);
-  out.int32(names.length);
-  for (const name of names) out.string(name).int8(OP_SET).string(String(entries[name]));
-  out.int8(0); // validate_only
-  const r = new In(await request(address, INCREMENTAL_ALTER_CONFIGS, 0, out.bytes(), timeoutMs));
-  r.int32(); // throttle
-  const results = r.array(() => ({ errorCode: r.int16(), errorMessage: r.string(), type: r.int8(), name: r.string() }));
-  const bad = results.find((x) => x.errorCode !== 0);
-  if (bad || results.length !== 1) {
-    throw new Error(`IncrementalAlterConfigs of the cluster default ${JSON.stringify(entries)}: ${bad ? `error ${bad.errorCode} ${bad.errorMessage ?? ''}` : `${results.length} results`}`);
-  }
 }
 
 /** The values of `names` in broker `nodeId`'s configs, as the broker at `address` describes them. */

@@ -12,7 +12,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { alterClusterDefaults, describeBrokerConfigs, metadataBrokers } from './broker-requests.mjs';
+import { metadataBrokers } from './broker-requests.mjs';
 import { gregorProxiedArgs } from './cut-proxy.mjs';
 import { startEtcd } from './etcd.mjs';
 import { freePort } from './free-port.mjs';
@@ -27,18 +27,17 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Starts etcd, then `brokers` gregor brokers in parallel, and resolves once every broker is
- * ready, lists all of them in Metadata and, when `dynamicDefaults` are given, has them set as
- * cluster-wide dynamic defaults (for configs gregor takes only at run time).
+ * ready and lists all of them in Metadata.
  *
  * @param {{ brokers?: number, overrides?: Record<string, string>,
- *   dynamicDefaults?: Record<string, string>, logDirs?: number,
+ *   logDirs?: number,
  *   proxied?: { listenerPort: number, proxyPort: number }[],
  *   onLine?: (brokerId: number, line: string) => void }} [options]
  *   overrides become `--override KEY=VALUE` of every broker; proxied[i] is broker i+1's
  *   PROXIED listener (lib/cut-proxy.mjs); logDirs is each broker's number of log directories
  *   (see startGregor).
  */
-export async function startGregorCluster({ brokers = 3, overrides = {}, dynamicDefaults = {}, logDirs = 1, proxied, onLine } = {}) {
+export async function startGregorCluster({ brokers = 3, overrides = {}, logDirs = 1, proxied, onLine } = {}) {
   const root = await mkdtemp(path.join(tmpdir(), 'gregor-cluster-'));
   let etcd = null;
   const members = [];
@@ -145,21 +144,6 @@ export async function startGregorCluster({ brokers = 3, overrides = {}, dynamicD
     const failed = started.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
     await settle();
-    const names = Object.keys(dynamicDefaults);
-    if (names.length) {
-      await alterClusterDefaults(address(members[0]), dynamicDefaults);
-      const deadline = Date.now() + SETTLE_MS;
-      for (const m of members) {
-        for (;;) {
-          const values = await describeBrokerConfigs(address(m), m.id, names).catch(() => new Map());
-          if (names.every((n) => values.get(n) === String(dynamicDefaults[n]))) break;
-          if (Date.now() > deadline) {
-            throw new Error(`broker ${m.id} does not show the cluster defaults ${JSON.stringify(dynamicDefaults)} after ${SETTLE_MS / 1000} s`);
-          }
-          await sleep(POLL_MS);
-        }
-      }
-    }
   } catch (err) {
     await stop();
     throw err;

@@ -840,6 +840,113 @@ async function groupConfigsScenario(bootstrap) {
   expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
 }
 
+// broker-configs
+
+/** A broker resource's configs as DescribeConfigs v4 answers them: the error, then [name, value, source, readOnly, sensitive, type, synonyms] of each. */
+async function describeBrokerConfigs(p, broker, keys) {
+  const res = await p.request(32, 4, { resources: [{ resourceType: RESOURCE_BROKER, resourceName: broker, configurationKeys: keys }], includeSynonyms: true, includeDocumentation: false });
+  const r = res.results[0];
+  return [r.errorCode, r.configs.map((c) => [c.name, c.value, c.configSource, c.readOnly, c.isSensitive, c.configType, c.synonyms.map((x) => [x.name, x.value, x.source])])];
+}
+
+/**
+ * Dynamic broker configs (KIP-226) as Kafka 4.4 takes them: per-broker and cluster-wide keys,
+ * the changes it refuses and with which words, and how DescribeConfigs shows each level, on
+ * keys neither broker kind sets at start. Everything set is deleted again at the end.
+ */
+async function brokerConfigsScenario(bootstrap) {
+  const p = await Probe.connect(bootstrap);
+  const results = [];
+  const id = String(await connectedBrokerId(p, bootstrap));
+  const SET = 0;
+  const DELETE = 1;
+  const incremental = async (name, configs, validateOnly = false) => {
+    const r = await p.request(44, 1, { resources: [{ resourceType: RESOURCE_BROKER, resourceName: name, configs: configs.map(([n, configOperation, value]) => ({ name: n, configOperation, value })) }], validateOnly });
+    return [r.responses[0].errorCode, r.responses[0].errorMessage];
+  };
+  const legacy = async (name, configs, validateOnly = false) => {
+    const r = await p.request(33, 2, { resources: [{ resourceType: RESOURCE_BROKER, resourceName: name, configs: configs.map(([n, value]) => ({ name: n, value })) }], validateOnly });
+    return [r.responses[0].errorCode, r.responses[0].errorMessage];
+  };
+  const KEYS = ['log.retention.ms', 'log.retention.hours', 'message.max.bytes', 'log.cleaner.threads', 'sasl.kerberos.min.time.before.relogin'];
+  const DEFAULT = 5;
+  const DYNAMIC_DEFAULT = 3;
+  const DYNAMIC_BROKER = 2;
+  const defaults = [
+    ['log.retention.ms', null, DEFAULT, false, false, 5, []],
+    ['log.retention.hours', '168', DEFAULT, true, false, 3, [['log.retention.hours', '168', DEFAULT]]],
+    ['message.max.bytes', '1048588', DEFAULT, false, false, 3, [['message.max.bytes', '1048588', DEFAULT]]],
+    ['log.cleaner.threads', '1', DEFAULT, false, false, 3, [['log.cleaner.threads', '1', DEFAULT]]],
+    ['sasl.kerberos.min.time.before.relogin', '60000', DEFAULT, false, false, 5, [['sasl.kerberos.min.time.before.relogin', '60000', DEFAULT]]],
+  ];
+  const sorted = (answer) => [answer[0], [...answer[1]].sort((a, b) => KEYS.indexOf(a[0]) - KEYS.indexOf(b[0]))];
+  const describe = async (name = id) => sorted(await describeBrokerConfigs(p, name, KEYS));
+  try {
+    results.push(check(`DescribeConfigs v4 of broker ${id}, nothing set`, await describe(), [0, defaults]));
+    results.push(check('DescribeConfigs v4 of the cluster default, nothing set', await describe(''), [0, []]));
+
+    const INVALID_REQUEST = ErrorCode.INVALID_REQUEST;
+    const refusals = [
+      ['a read-only config', id, [['num.partitions', SET, '3']], [INVALID_REQUEST, 'Cannot update these configs dynamically: [num.partitions]']],
+      ['a read-only config at the cluster default', '', [['num.partitions', SET, '3']], [INVALID_REQUEST, 'Cannot update these configs dynamically: [num.partitions]']],
+      ['a per-broker config at the cluster default', '', [['sasl.kerberos.min.time.before.relogin', SET, '58000']], [INVALID_REQUEST, 'Cannot update these configs at default cluster level, broker id must be specified: [sasl.kerberos.min.time.before.relogin]']],
+      ['a TLS config without a listener prefix', id, [['ssl.keystore.location', SET, '/nowhere.p12']], [INVALID_REQUEST, 'These security configs can be dynamically updated only per-listener using the listener prefix: [ssl.keystore.location]']],
+      ['a value below the minimum', id, [['message.max.bytes', SET, '-1']], [INVALID_REQUEST, 'Invalid value -1 for configuration message.max.bytes: Value must be at least 0']],
+      ['a value of the wrong type', '', [['log.cleaner.threads', SET, 'many']], [INVALID_REQUEST, 'Invalid value many for configuration log.cleaner.threads: Not a number of type INT']],
+      ['another broker\'s id', String(Number(id) + 100), [['log.cleaner.threads', SET, '2']], [INVALID_REQUEST, `Unexpected broker id, expected ${id}, but received ${Number(id) + 100}`]],
+      ['a name that is not a number', 'one', [['log.cleaner.threads', SET, '2']], [INVALID_REQUEST, 'Node id must be an integer, but it is: one']],
+    ];
+    for (const [what, name, configs, wanted] of refusals) results.push(check(`IncrementalAlterConfigs v1 of ${what}`, await incremental(name, configs, true), wanted));
+
+    results.push(check(`IncrementalAlterConfigs v1 of a per-broker config on broker ${id}`, await incremental(id, [['sasl.kerberos.min.time.before.relogin', SET, '58000']]), [0, null]));
+    results.push(check('IncrementalAlterConfigs v1 of cluster-wide configs at the cluster default', await incremental('', [['log.retention.ms', SET, '3600000'], ['log.cleaner.threads', SET, '2']]), [0, null]));
+    results.push(check(`IncrementalAlterConfigs v1 of a cluster-wide config on broker ${id}`, await incremental(id, [['message.max.bytes', SET, '2000000']]), [0, null]));
+    const set = [
+      ['log.retention.ms', '3600000', DYNAMIC_DEFAULT, false, false, 5, [['log.retention.ms', '3600000', DYNAMIC_DEFAULT], ['log.retention.hours', '168', DEFAULT]]],
+      ['log.retention.hours', '168', DEFAULT, true, false, 3, [['log.retention.hours', '168', DEFAULT]]],
+      ['message.max.bytes', '2000000', DYNAMIC_BROKER, false, false, 3, [['message.max.bytes', '2000000', DYNAMIC_BROKER], ['message.max.bytes', '1048588', DEFAULT]]],
+      ['log.cleaner.threads', '2', DYNAMIC_DEFAULT, false, false, 3, [['log.cleaner.threads', '2', DYNAMIC_DEFAULT], ['log.cleaner.threads', '1', DEFAULT]]],
+      ['sasl.kerberos.min.time.before.relogin', '58000', DYNAMIC_BROKER, false, false, 5, [['sasl.kerberos.min.time.before.relogin', '58000', DYNAMIC_BROKER], ['sasl.kerberos.min.time.before.relogin', '60000', DEFAULT]]],
+    ];
+    results.push(check(`DescribeConfigs v4 of broker ${id} with them`, await until(describe, [0, set]), [0, set]));
+    const atDefault = [
+      ['log.retention.ms', '3600000', DYNAMIC_DEFAULT, false, false, 5, [['log.retention.ms', '3600000', DYNAMIC_DEFAULT]]],
+      ['log.cleaner.threads', '2', DYNAMIC_DEFAULT, false, false, 3, [['log.cleaner.threads', '2', DYNAMIC_DEFAULT]]],
+    ];
+    results.push(check('DescribeConfigs v4 of the cluster default with them', await until(() => describe(''), [0, atDefault]), [0, atDefault]));
+
+    // A topic without its own retention.ms takes the cluster default.
+    const topic = `probe-broker-configs-${randomBytes(4).toString('hex')}`;
+    await createTopic(p, topic, 1);
+    const retention = async () => {
+      const r = (await p.request(32, 4, { resources: [{ resourceType: RESOURCE_TOPIC, resourceName: topic, configurationKeys: ['retention.ms'] }], includeSynonyms: true, includeDocumentation: false })).results[0];
+      return [r.errorCode, r.configs.map((c) => [c.name, c.value, c.configSource, c.synonyms.map((x) => [x.name, x.value, x.source])])];
+    };
+    const wantedRetention = [0, [['retention.ms', '3600000', DYNAMIC_DEFAULT, [['log.retention.ms', '3600000', DYNAMIC_DEFAULT], ['log.retention.hours', '168', DEFAULT]]]]];
+    results.push(check('DescribeConfigs v4 of a topic without retention.ms', await until(retention, wantedRetention), wantedRetention));
+
+    // AlterConfigs replaces the level's whole set: the per-broker config goes, message.max.bytes stays.
+    results.push(check(`AlterConfigs v2 of broker ${id}`, await legacy(id, [['message.max.bytes', '2000000']]), [0, null]));
+    const replaced = set.map((row) => (row[0] === 'sasl.kerberos.min.time.before.relogin' ? defaults[4] : row));
+    results.push(check(`DescribeConfigs v4 of broker ${id} after it`, await until(describe, [0, replaced]), [0, replaced]));
+    results.push(
+      check('AlterConfigs v2 of the cluster default with a per-broker config', await legacy('', [['sasl.kerberos.min.time.before.relogin', '58000']], true), [
+        INVALID_REQUEST,
+        'Cannot update these configs at default cluster level, broker id must be specified: [sasl.kerberos.min.time.before.relogin]',
+      ]),
+    );
+  } finally {
+    await incremental(id, [['message.max.bytes', DELETE, null], ['sasl.kerberos.min.time.before.relogin', DELETE, null]]).catch(() => {});
+    await incremental('', [['log.retention.ms', DELETE, null], ['log.cleaner.threads', DELETE, null]]).catch(() => {});
+  }
+  try {
+    results.push(check(`DescribeConfigs v4 of broker ${id} once everything is deleted`, await until(describe, [0, defaults]), [0, defaults]));
+  } finally {
+    p.close();
+  }
+  expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
+}
+
 // share-group-rules
 
 const SHARE_LOCK_MS = 15_000;
@@ -1024,6 +1131,7 @@ runScenarios({
     'topic-partitions': topicPartitions,
     'log-dirs': logDirsScenario,
     'group-configs': groupConfigsScenario,
+    'broker-configs': brokerConfigsScenario,
     'share-group-rules': shareGroupRules,
   },
 });
