@@ -29,7 +29,7 @@ export const addOffsetsToTxn = defineHandler<AddOffsetsToTxnRequest, AddOffsetsT
   async handle(req, ctx) {
     const { metadata, settings, transactions } = ctx.services;
     const offsetsPartitions =
-      metadata.image().topics.get(GROUP_METADATA_TOPIC)?.partitions.length ?? settings.offsetsTopicNumPartitions ?? DEFAULT_OFFSETS_TOPIC_PARTITIONS;
+      metadata.image().topics.get(GROUP_METADATA_TOPIC)?.partitions.length ?? settings.config.int('offsets.topic.num.partitions') ?? DEFAULT_OFFSETS_TOPIC_PARTITIONS;
     let errorCode = transactions.addOffsets(req.transactionalId, req.producerId, req.producerEpoch, req.groupId, offsetsPartitions);
     if (ctx.apiVersion < PRODUCER_FENCED_VERSION && errorCode === ErrorCode.PRODUCER_FENCED) errorCode = ErrorCode.INVALID_PRODUCER_EPOCH;
     if (errorCode === ErrorCode.NONE) errorCode = await transactions.replicated(req.transactionalId);

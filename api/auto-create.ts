@@ -24,14 +24,14 @@ export type AutoCreateOutcome =
 export async function autoCreateTopic(name: string, allowed: boolean, services: BrokerServices): Promise<AutoCreateOutcome> {
   if (topicNameProblem(name) !== null) return { kind: 'refused', illegalName: true };
   const { settings, metadata: store } = services;
-  if (!allowed || !settings.autoCreateTopicsEnable || INTERNAL_TOPICS.has(name)) return { kind: 'refused', illegalName: false };
+  if (!allowed || !settings.config.bool('auto.create.topics.enable') || INTERNAL_TOPICS.has(name)) return { kind: 'refused', illegalName: false };
   try {
     await store.createTopic({
       name,
-      numPartitions: settings.numPartitions,
-      replicationFactor: Math.min(settings.defaultReplicationFactor, store.image().brokers.size),
+      numPartitions: settings.config.int('num.partitions'),
+      replicationFactor: Math.min(settings.config.int('default.replication.factor'), store.image().brokers.size),
     });
-    services.log.info({ topic: name, partitions: settings.numPartitions }, 'auto-created topic');
+    services.log.info({ topic: name, partitions: settings.config.int('num.partitions') }, 'auto-created topic');
     return { kind: 'created' };
   } catch (err) {
     // Lost a race with another creator: what exists now is the answer.

@@ -8,8 +8,7 @@ import { buildImage } from '../cluster/metadata/metadata-image.js';
 import { BrokerConfigs, NO_STATIC_CONFIG } from '../cluster/metadata/broker-configs.js';
 import { createTopics, createdTopicConfigs } from './create-topics.js';
 import { manualAssignmentProblem } from './replica-assignment.js';
-import { ctxFor, testServices, type TestServices } from './test-services.js';
-import type { BrokerSettings } from './handler.js';
+import { ctxFor, testServices, type TestServices, type TestSettings } from './test-services.js';
 
 /**
  * What Apache Kafka 4.0.2 (the reference broker, on its default settings)
@@ -58,7 +57,7 @@ afterEach(async () => {
   for (const s of open.splice(0)) await s.close();
 });
 
-function services(settings: Partial<BrokerSettings> = {}): TestServices {
+function services(settings: TestSettings = {}): TestServices {
   const s = testServices(settings);
   open.push(s);
   return s;
@@ -103,14 +102,14 @@ describe('CreateTopics', () => {
   });
 
   it('takes num.partitions and default.replication.factor for -1', async () => {
-    const s = services({ numPartitions: 4 });
+    const s = services({ config: { 'num.partitions': 4 } });
     const res = await create(s, req([topic('defaults', -1, -1)]));
     expect(res.topics[0]).toMatchObject({ errorCode: 0, numPartitions: 4, replicationFactor: 1 });
     expect(s.metadata.image().topics.get('defaults')!.partitions).toHaveLength(4);
   });
 
   it('refuses more replicas than brokers with Kafka\'s message, whether asked for or the default', async () => {
-    const s = services({ defaultReplicationFactor: 3 });
+    const s = services({ config: { 'default.replication.factor': 3 } });
     const res = await create(s, req([topic('rf3', 1, 3), topic('rf-default', 1, -1)]));
     const message = 'Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached because only 1 broker(s) are registered.';
     expect(outcomes(res)).toEqual({ rf3: [ErrorCode.INVALID_REPLICATION_FACTOR, message], 'rf-default': [ErrorCode.INVALID_REPLICATION_FACTOR, message] });

@@ -175,8 +175,8 @@ function check(topic: CreatableTopic, image: MetadataImage, settings: BrokerSett
   if (topic.numPartitions < -1 || topic.numPartitions === 0) {
     return refuse(ErrorCode.INVALID_PARTITIONS, 'Number of partitions was set to an invalid non-positive value.');
   }
-  const numPartitions = topic.numPartitions === -1 ? settings.numPartitions : topic.numPartitions;
-  const replicationFactor = topic.replicationFactor === -1 ? settings.defaultReplicationFactor : topic.replicationFactor;
+  const numPartitions = topic.numPartitions === -1 ? settings.config.int('num.partitions') : topic.numPartitions;
+  const replicationFactor = topic.replicationFactor === -1 ? settings.config.int('default.replication.factor') : topic.replicationFactor;
   const unplaceable = placementProblem(replicationFactor, image);
   if (unplaceable !== null) return refuse(ErrorCode.INVALID_REPLICATION_FACTOR, unplaceable);
   return { ok: true, plan: { name, configs, numPartitions, replicationFactor } };
@@ -187,7 +187,7 @@ function requestedPartitions(topics: readonly CreatableTopic[], settings: Broker
   let total = 0;
   for (const t of topics) {
     if (t.assignments.length > 0) total += t.assignments.length;
-    else if (t.numPartitions === -1) total += settings.numPartitions;
+    else if (t.numPartitions === -1) total += settings.config.int('num.partitions');
     else if (t.numPartitions > 0) total += t.numPartitions;
   }
   return total;

@@ -4,10 +4,9 @@ import { ZERO_UUID } from '../wire/reader.js';
 import type { DescribeTopicPartitionsRequest } from '../wire/messages/describe-topic-partitions-request.js';
 import { buildImage, type MetadataStore, type TopicImage } from '../cluster/metadata/metadata-image.js';
 import { featureLevel } from '../cluster/metadata/features.js';
-import type { BrokerSettings } from './handler.js';
 import { describeTopicPartitions } from './describe-topic-partitions.js';
 import { metadata } from './metadata.js';
-import { callAt, testServices, type TestServices } from './test-services.js';
+import { callAt, testServices, type TestServices, type TestSettings } from './test-services.js';
 
 const open: TestServices[] = [];
 afterEach(async () => {
@@ -18,7 +17,7 @@ afterEach(async () => {
 const TOPIC_OPS = 3576;
 
 /** Services whose store holds `topics` (name -> partition count), each with one replica on broker 1. */
-async function services(topics: Record<string, number> = {}, settings: Partial<BrokerSettings> = {}): Promise<TestServices> {
+async function services(topics: Record<string, number> = {}, settings: TestSettings = {}): Promise<TestServices> {
   const s = testServices(settings);
   open.push(s);
   for (const [name, numPartitions] of Object.entries(topics)) await s.metadata.createTopic({ name, numPartitions, replicationFactor: 1 });
@@ -159,7 +158,7 @@ describe('DescribeTopicPartitions', () => {
       expect(await pageOf(s, ['a', 'b'], limit)).toEqual({ topics: [['a', 0, [0]]], nextCursor: { topicName: 'a', partitionIndex: 1 } });
     }
     expect(await pageOf(s, ['a'], 2147483647)).toEqual({ topics: [['a', 0, [0, 1]]], nextCursor: null });
-    const capped = await services({ a: 2, b: 3 }, { maxRequestPartitionSizeLimit: 3 });
+    const capped = await services({ a: 2, b: 3 }, { config: { 'max.request.partition.size.limit': 3 } });
     expect(await pageOf(capped, ['a', 'b'], 2000)).toEqual({ topics: [['a', 0, [0, 1]], ['b', 0, [0]]], nextCursor: { topicName: 'b', partitionIndex: 1 } });
   });
 

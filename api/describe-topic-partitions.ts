@@ -117,7 +117,7 @@ export const describeTopicPartitions = defineHandler<DescribeTopicPartitionsRequ
     // "" is just an illegal name.
     if (cursor === null && names.has('')) return errorBody(req, ErrorCode.UNKNOWN_SERVER_ERROR);
 
-    const limit = ctx.services.settings.maxRequestPartitionSizeLimit ?? DEFAULT_MAX_REQUEST_PARTITION_SIZE_LIMIT;
+    const limit = ctx.services.settings.config.int('max.request.partition.size.limit') ?? DEFAULT_MAX_REQUEST_PARTITION_SIZE_LIMIT;
     let room = Math.max(Math.min(limit, req.responsePartitionLimit), 1);
     const topics: DescribeTopicPartitionsResponseTopic[] = [];
     let nextCursor: Cursor | null = null;

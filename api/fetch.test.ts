@@ -7,8 +7,7 @@ import { parseMessageSet } from '../wire/legacy-message-set.js';
 import { FetchRequest, type FetchRequest as FetchRequestT } from '../wire/messages/fetch-request.js';
 import { FetchResponse, type FetchResponse as FetchResponseT, type PartitionData } from '../wire/messages/fetch-response.js';
 import { fetch, fetchSessionsOf } from './fetch.js';
-import { ctxFor, testServices, type TestServices } from './test-services.js';
-import type { BrokerSettings } from './handler.js';
+import { ctxFor, testServices, type TestServices, type TestSettings } from './test-services.js';
 import { seededRandom } from '../wire/seeded-random.js';
 
 const open: TestServices[] = [];
@@ -16,7 +15,7 @@ afterEach(async () => {
   for (const s of open.splice(0)) await s.close();
 });
 
-async function services(settings: Partial<BrokerSettings> = {}): Promise<TestServices> {
+async function services(settings: TestSettings = {}): Promise<TestServices> {
   const s = testServices(settings);
   open.push(s);
   await s.metadata.createTopic({ name: 'orders', numPartitions: 3, replicationFactor: 1 });
@@ -211,7 +210,7 @@ describe('Fetch reads', () => {
     expect(baseOffsets(only(res3, 0).records)).toEqual([0n]);
     expect(only(res3, 1).records!.length).toBe(0);
     // fetch.max.bytes caps what the request asks for.
-    const capped = await services({ fetchMaxBytes: a! + 5 });
+    const capped = await services({ config: { 'fetch.max.bytes': a! + 5 } });
     produce(capped, 0, batch(5), batch(5));
     expect(baseOffsets(only(await send(capped, 11, request([{ partitions: [{ partition: 0, fetchOffset: 0n }] }]))).records)).toEqual([0n]);
   });
@@ -434,7 +433,7 @@ describe('Fetch sessions (KIP-227)', () => {
   });
 
   it('creates no session when the cache has no slots, and none for epoch -1', async () => {
-    const s = await services({ maxIncrementalFetchSessionCacheSlots: 7 });
+    const s = await services({ config: { 'max.incremental.fetch.session.cache.slots': 7 } });
     expect((await send(s, 12, request([{ partitions: both }], { sessionEpoch: 0 }))).sessionId).toBe(0);
     const t = await services();
     expect((await send(t, 12, request([{ partitions: both }], { sessionEpoch: -1 }))).sessionId).toBe(0);

@@ -59,7 +59,7 @@ const sessionCaches = new WeakMap<BrokerServices, FetchSessionCache>();
 export function fetchSessionsOf(services: BrokerServices): FetchSessionCache {
   let cache = sessionCaches.get(services);
   if (!cache) {
-    cache = new FetchSessionCache({ maxSlots: services.settings.maxIncrementalFetchSessionCacheSlots ?? DEFAULT_FETCH_SESSION_CACHE_SLOTS });
+    cache = new FetchSessionCache({ maxSlots: services.settings.config.int('max.incremental.fetch.session.cache.slots') ?? DEFAULT_FETCH_SESSION_CACHE_SLOTS });
     sessionCaches.set(services, cache);
   }
   return cache;
@@ -175,7 +175,7 @@ export const fetch = defineHandler<FetchRequest, FetchResponse>({
     // A follower's fetch offset is its log end: the leader learns from it what the follower has.
     if (isFollower) for (const p of interesting) replicas.recordFollowerFetch(p.key.topic!, p.key.partition, replicaId, p.data.fetchOffset, p.data.currentLeaderEpoch);
 
-    const fetchMaxBytes = Math.min(v >= 3 ? req.maxBytes : INT32_MAX, settings.fetchMaxBytes ?? DEFAULT_FETCH_MAX_BYTES);
+    const fetchMaxBytes = Math.min(v >= 3 ? req.maxBytes : INT32_MAX, settings.config.int('fetch.max.bytes') ?? DEFAULT_FETCH_MAX_BYTES);
     const fetchMinBytes = Math.min(req.minBytes, fetchMaxBytes);
     let reads: Read[] = [];
     if (interesting.length > 0) {

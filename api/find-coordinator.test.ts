@@ -34,7 +34,7 @@ describe('partitionFor', () => {
 
 describe('FindCoordinator', () => {
   it('creates __consumer_offsets on first use, answers COORDINATOR_NOT_AVAILABLE, then this broker', async () => {
-    services = testServices({ offsetsTopicNumPartitions: 7 });
+    services = testServices({ config: { 'offsets.topic.num.partitions': 7 } });
     const ctx = ctxFor(services, 3);
     const first = await findCoordinator.handle(request({ key: 'g1' }), ctx);
     expect(first).toMatchObject({ errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, nodeId: -1, host: '', port: -1 });
@@ -54,7 +54,7 @@ describe('FindCoordinator', () => {
   });
 
   it('finds transaction coordinators on __transaction_state', async () => {
-    services = testServices({ transactionStateLogNumPartitions: 5 });
+    services = testServices({ config: { 'transaction.state.log.num.partitions': 5 } });
     const ctx = ctxFor(services, 2);
     expect(await findCoordinator.handle(request({ key: 'tx-1', keyType: 1 }), ctx)).toMatchObject({
       errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -90,7 +90,7 @@ describe('FindCoordinator', () => {
   });
 
   it('finds share coordinators (key type 2, v6) on __share_group_state, made with Kafka\'s configs for it', async () => {
-    services = testServices({ shareCoordinatorStateTopicNumPartitions: 7 });
+    services = testServices({ config: { 'share.coordinator.state.topic.num.partitions': 7 } });
     const ctx = ctxFor(services, 6);
     const key = 'g:AAAAAAAAAAAAAAAAAAAAAg:3';
     const first = (await findCoordinator.handle(request({ keyType: 2, coordinatorKeys: [key] }), ctx)) as FindCoordinatorResponse;

@@ -62,18 +62,18 @@ interface InternalTopicSpec {
   configs: Record<string, string>;
 }
 
-/** The internal topic behind a key type, with the settings Kafka gives it (Kafka's defaults for settings not given). */
+/** The internal topic behind a key type, with the settings Kafka gives it. */
 function internalTopic(keyType: number, services: BrokerServices): InternalTopicSpec {
   const s = services.settings;
   if (keyType === KEY_TYPE_GROUP) {
     return {
       name: GROUP_METADATA_TOPIC,
-      partitions: s.offsetsTopicNumPartitions ?? 50,
-      replicationFactor: s.offsetsTopicReplicationFactor ?? 3,
+      partitions: s.config.int('offsets.topic.num.partitions'),
+      replicationFactor: s.config.int('offsets.topic.replication.factor'),
       configs: {
         'cleanup.policy': 'compact',
         'compression.type': 'producer',
-        'segment.bytes': String(s.offsetsTopicSegmentBytes ?? 104857600),
+        'segment.bytes': String(s.config.int('offsets.topic.segment.bytes')),
       },
     };
   }
@@ -81,26 +81,26 @@ function internalTopic(keyType: number, services: BrokerServices): InternalTopic
     // Kafka's ShareCoordinatorService.shareGroupStateTopicConfigs.
     return {
       name: SHARE_GROUP_STATE_TOPIC,
-      partitions: s.shareCoordinatorStateTopicNumPartitions ?? 50,
-      replicationFactor: s.shareCoordinatorStateTopicReplicationFactor ?? 3,
+      partitions: s.config.int('share.coordinator.state.topic.num.partitions'),
+      replicationFactor: s.config.int('share.coordinator.state.topic.replication.factor'),
       configs: {
         'cleanup.policy': 'delete',
         'compression.type': 'producer',
-        'segment.bytes': String(s.shareCoordinatorStateTopicSegmentBytes ?? 104857600),
-        'min.insync.replicas': String(s.shareCoordinatorStateTopicMinIsr ?? 2),
+        'segment.bytes': String(s.config.int('share.coordinator.state.topic.segment.bytes')),
+        'min.insync.replicas': String(s.config.int('share.coordinator.state.topic.min.isr')),
         'retention.ms': '-1',
       },
     };
   }
   return {
     name: TRANSACTION_STATE_TOPIC,
-    partitions: s.transactionStateLogNumPartitions ?? 50,
-    replicationFactor: s.transactionStateLogReplicationFactor ?? 3,
+    partitions: s.config.int('transaction.state.log.num.partitions'),
+    replicationFactor: s.config.int('transaction.state.log.replication.factor'),
     configs: {
       'cleanup.policy': 'compact',
       'compression.type': 'uncompressed',
-      'min.insync.replicas': String(s.transactionStateLogMinIsr ?? 2),
-      'segment.bytes': String(s.transactionStateLogSegmentBytes ?? 104857600),
+      'min.insync.replicas': String(s.config.int('transaction.state.log.min.isr')),
+      'segment.bytes': String(s.config.int('transaction.state.log.segment.bytes')),
       'unclean.leader.election.enable': 'false',
     },
   };

@@ -10,7 +10,7 @@ import { ErrorCode } from '../wire/errors.js';
 import type { JoinGroupRequest } from '../wire/messages/join-group-request.js';
 import type { JoinGroupResponse } from '../wire/messages/join-group-response.js';
 import type { SyncGroupResponse } from '../wire/messages/sync-group-response.js';
-import type { BrokerSettings } from './handler.js';
+import type { TestSettings } from './test-services.js';
 import { findCoordinator } from './find-coordinator.js';
 import { joinGroup } from './join-group.js';
 import { syncGroup } from './sync-group.js';
@@ -23,9 +23,13 @@ export interface GroupServices extends TestServices {
 }
 
 /** Services with a 3-partition __consumer_offsets already made and a topic `t` of 3 partitions; share groups with `persister`. */
-export async function groupServices(settings: Partial<BrokerSettings> = {}, dir?: string, persister?: Persister | null): Promise<GroupServices> {
+export async function groupServices(settings: TestSettings = {}, dir?: string, persister?: Persister | null): Promise<GroupServices> {
   const timer = new ManualGroupTimer();
-  const s = testServices({ offsetsTopicNumPartitions: 3, offsetsTopicReplicationFactor: 1, groupInitialRebalanceDelayMs: 0, ...settings }, dir, { groupTimer: timer, ...(persister !== undefined ? { persister } : {}) });
+  const s = testServices(
+    { ...settings, config: { 'offsets.topic.num.partitions': 3, 'offsets.topic.replication.factor': 1, 'group.initial.rebalance.delay.ms': 0, ...settings.config } },
+    dir,
+    { groupTimer: timer, ...(persister !== undefined ? { persister } : {}) },
+  );
   await findCoordinator.handle({ key: 'g', keyType: 0, coordinatorKeys: [] }, ctxFor(s, 1));
   if (!s.metadata.image().topics.has('t')) await s.metadata.createTopic({ name: 't', numPartitions: 3, replicationFactor: 1 });
   return Object.assign(s, { timer });

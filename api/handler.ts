@@ -11,6 +11,7 @@ import type { ShareGroupSettings, ShareManager } from '../cluster/share/share-ma
 import type { Logger } from 'pino';
 import type { MessageDecl } from '../wire/schema.js';
 import type { StaticBrokerConfig } from '../cluster/metadata/broker-configs.js';
+import type { ConfigReader } from '../cluster/metadata/broker-config-registry.js';
 import type { MetadataImage, MetadataStore } from '../cluster/metadata/metadata-image.js';
 import { BrokerConfigs, NO_STATIC_CONFIG } from '../cluster/metadata/broker-configs.js';
 import { effectiveGroupConfig } from '../cluster/group/group-configs.js';
@@ -22,57 +23,8 @@ import { DEFAULT_STREAMS_GROUPS_CONFIG } from '../cluster/group/streams-coordina
 
 export interface BrokerSettings {
   readonly nodeId: number;
-  readonly autoCreateTopicsEnable: boolean;
-  readonly numPartitions: number;
-  readonly defaultReplicationFactor: number;
-  /** fetch.max.bytes; Fetch uses Kafka's default when absent. */
-  readonly fetchMaxBytes?: number;
-  /** max.incremental.fetch.session.cache.slots; Fetch uses Kafka's default when absent. */
-  readonly maxIncrementalFetchSessionCacheSlots?: number;
-  /** max.request.partition.size.limit; DescribeTopicPartitions uses Kafka's default (2000) when absent. */
-  readonly maxRequestPartitionSizeLimit?: number;
-  /** offsets.topic.* and transaction.state.log.*: the internal topics FindCoordinator creates; Kafka's defaults when absent. */
-  readonly offsetsTopicNumPartitions?: number;
-  readonly offsetsTopicReplicationFactor?: number;
-  readonly offsetsTopicSegmentBytes?: number;
-  readonly transactionStateLogNumPartitions?: number;
-  readonly transactionStateLogReplicationFactor?: number;
-  readonly transactionStateLogMinIsr?: number;
-  readonly transactionStateLogSegmentBytes?: number;
-  /** group.* and offset settings of the group coordinator; Kafka's defaults when absent. */
-  readonly groupInitialRebalanceDelayMs?: number;
-  readonly groupMinSessionTimeoutMs?: number;
-  readonly groupMaxSessionTimeoutMs?: number;
-  readonly groupMaxSize?: number;
-  readonly groupConsumerSessionTimeoutMs?: number;
-  readonly groupConsumerHeartbeatIntervalMs?: number;
-  readonly groupConsumerMaxSize?: number;
-  readonly groupConsumerAssignors?: readonly ('uniform' | 'range')[];
-  readonly groupConsumerAssignmentIntervalMs?: number;
-  readonly groupConsumerMigrationPolicy?: 'disabled' | 'upgrade' | 'downgrade' | 'bidirectional';
-  /** group.share.* (KIP-932); Kafka's defaults when absent. */
-  readonly groupShareSessionTimeoutMs?: number;
-  readonly groupShareHeartbeatIntervalMs?: number;
-  readonly groupShareMaxSize?: number;
-  readonly groupShareAssignmentIntervalMs?: number;
-  /** share.coordinator.state.topic.*: __share_group_state as FindCoordinator creates it; Kafka's defaults when absent. */
-  readonly shareCoordinatorStateTopicNumPartitions?: number;
-  readonly shareCoordinatorStateTopicReplicationFactor?: number;
-  readonly shareCoordinatorStateTopicMinIsr?: number;
-  readonly shareCoordinatorStateTopicSegmentBytes?: number;
-  readonly groupStreamsSessionTimeoutMs?: number;
-  readonly groupStreamsHeartbeatIntervalMs?: number;
-  readonly groupStreamsNumStandbyReplicas?: number;
-  readonly groupStreamsInitialRebalanceDelayMs?: number;
-  readonly offsetsRetentionMinutes?: number;
-  readonly offsetsRetentionCheckIntervalMs?: number;
-  readonly offsetMetadataMaxBytes?: number;
-  readonly offsetsCommitTimeoutMs?: number;
-  /** transactional.id.expiration.ms and transaction.* settings of the transaction coordinator; Kafka's defaults when absent. */
-  readonly transactionalIdExpirationMs?: number;
-  readonly transactionMaxTimeoutMs?: number;
-  readonly transactionAbortTimedOutTransactionCleanupIntervalMs?: number;
-  readonly transactionRemoveExpiredTransactionCleanupIntervalMs?: number;
+  /** The broker's config keys as set at start, else their defaults, by Kafka name (config.int('num.partitions')). */
+  readonly config: ConfigReader;
   /**
    * What the operator set at start and gregor's own config keys, for
    * DescribeConfigs and the broker-wide topic config defaults; none set
@@ -145,59 +97,55 @@ export function shareGroupSettings(settings: BrokerSettings, metadata: MetadataS
   };
 }
 
-/** How __share_group_state is created, from the share.coordinator.state.topic.* settings given. */
+/** How __share_group_state is created: the share.coordinator.state.topic.* settings. */
 export function shareStateTopicSettings(settings: BrokerSettings): Partial<ShareStateTopicSettings> {
-  const t: { -readonly [K in keyof ShareStateTopicSettings]?: ShareStateTopicSettings[K] } = {};
-  if (settings.shareCoordinatorStateTopicNumPartitions !== undefined) t.numPartitions = settings.shareCoordinatorStateTopicNumPartitions;
-  if (settings.shareCoordinatorStateTopicReplicationFactor !== undefined) t.replicationFactor = settings.shareCoordinatorStateTopicReplicationFactor;
-  if (settings.shareCoordinatorStateTopicMinIsr !== undefined) t.minIsr = settings.shareCoordinatorStateTopicMinIsr;
-  if (settings.shareCoordinatorStateTopicSegmentBytes !== undefined) t.segmentBytes = settings.shareCoordinatorStateTopicSegmentBytes;
-  return t;
-}
-
-/** The coordinator settings given in `settings`, by their GroupCoordinatorConfig names. */
-export function groupCoordinatorConfig(settings: BrokerSettings): Partial<GroupCoordinatorConfig> {
-  const c: { -readonly [K in keyof GroupCoordinatorConfig]?: GroupCoordinatorConfig[K] } = {};
-  if (settings.groupInitialRebalanceDelayMs !== undefined) c.initialRebalanceDelayMs = settings.groupInitialRebalanceDelayMs;
-  if (settings.groupMinSessionTimeoutMs !== undefined) c.minSessionTimeoutMs = settings.groupMinSessionTimeoutMs;
-  if (settings.groupMaxSessionTimeoutMs !== undefined) c.maxSessionTimeoutMs = settings.groupMaxSessionTimeoutMs;
-  if (settings.groupMaxSize !== undefined) c.maxSize = settings.groupMaxSize;
-  if (settings.groupConsumerSessionTimeoutMs !== undefined) c.consumerSessionTimeoutMs = settings.groupConsumerSessionTimeoutMs;
-  if (settings.groupConsumerHeartbeatIntervalMs !== undefined) c.consumerHeartbeatIntervalMs = settings.groupConsumerHeartbeatIntervalMs;
-  if (settings.groupConsumerMaxSize !== undefined) c.consumerMaxSize = settings.groupConsumerMaxSize;
-  if (settings.groupConsumerAssignors !== undefined) c.consumerAssignors = settings.groupConsumerAssignors;
-  if (settings.groupConsumerAssignmentIntervalMs !== undefined) c.consumerAssignmentIntervalMs = settings.groupConsumerAssignmentIntervalMs;
-  if (settings.groupConsumerMigrationPolicy !== undefined) c.consumerMigrationPolicy = settings.groupConsumerMigrationPolicy;
-  if (settings.groupShareSessionTimeoutMs !== undefined) c.shareSessionTimeoutMs = settings.groupShareSessionTimeoutMs;
-  if (settings.groupShareHeartbeatIntervalMs !== undefined) c.shareHeartbeatIntervalMs = settings.groupShareHeartbeatIntervalMs;
-  if (settings.groupShareMaxSize !== undefined) c.shareMaxSize = settings.groupShareMaxSize;
-  if (settings.groupShareAssignmentIntervalMs !== undefined) c.shareAssignmentIntervalMs = settings.groupShareAssignmentIntervalMs;
-  c.streams = {
-    ...DEFAULT_STREAMS_GROUPS_CONFIG,
-    ...(settings.groupStreamsSessionTimeoutMs !== undefined ? { sessionTimeoutMs: settings.groupStreamsSessionTimeoutMs } : {}),
-    ...(settings.groupStreamsHeartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: settings.groupStreamsHeartbeatIntervalMs } : {}),
-    ...(settings.groupStreamsNumStandbyReplicas !== undefined ? { numStandbyReplicas: settings.groupStreamsNumStandbyReplicas } : {}),
-    ...(settings.groupStreamsInitialRebalanceDelayMs !== undefined ? { initialRebalanceDelayMs: settings.groupStreamsInitialRebalanceDelayMs } : {}),
+  return {
+    numPartitions: settings.config.int('share.coordinator.state.topic.num.partitions'),
+    replicationFactor: settings.config.int('share.coordinator.state.topic.replication.factor'),
+    minIsr: settings.config.int('share.coordinator.state.topic.min.isr'),
+    segmentBytes: settings.config.int('share.coordinator.state.topic.segment.bytes'),
   };
-  if (settings.offsetsRetentionMinutes !== undefined) c.offsetsRetentionMs = settings.offsetsRetentionMinutes * 60_000;
-  if (settings.offsetsRetentionCheckIntervalMs !== undefined) c.offsetsRetentionCheckIntervalMs = settings.offsetsRetentionCheckIntervalMs;
-  if (settings.offsetMetadataMaxBytes !== undefined) c.offsetMetadataMaxBytes = settings.offsetMetadataMaxBytes;
-  if (settings.offsetsCommitTimeoutMs !== undefined) c.offsetCommitTimeoutMs = settings.offsetsCommitTimeoutMs;
-  return c;
 }
 
-/** The transaction coordinator settings given in `settings`, by their TransactionCoordinatorConfig names. */
+/** The group coordinator's settings from the broker config, by their GroupCoordinatorConfig names. */
+export function groupCoordinatorConfig(settings: BrokerSettings): Partial<GroupCoordinatorConfig> {
+  return {
+    initialRebalanceDelayMs: settings.config.int('group.initial.rebalance.delay.ms'),
+    minSessionTimeoutMs: settings.config.int('group.min.session.timeout.ms'),
+    maxSessionTimeoutMs: settings.config.int('group.max.session.timeout.ms'),
+    maxSize: settings.config.int('group.max.size'),
+    consumerSessionTimeoutMs: settings.config.int('group.consumer.session.timeout.ms'),
+    consumerHeartbeatIntervalMs: settings.config.int('group.consumer.heartbeat.interval.ms'),
+    consumerMaxSize: settings.config.int('group.consumer.max.size'),
+    consumerAssignors: settings.config.list('group.consumer.assignors') as ('uniform' | 'range')[],
+    consumerAssignmentIntervalMs: settings.config.int('group.consumer.assignment.interval.ms'),
+    consumerMigrationPolicy: settings.config.value('group.consumer.migration.policy')!.toLowerCase() as GroupCoordinatorConfig['consumerMigrationPolicy'],
+    shareSessionTimeoutMs: settings.config.int('group.share.session.timeout.ms'),
+    shareHeartbeatIntervalMs: settings.config.int('group.share.heartbeat.interval.ms'),
+    shareMaxSize: settings.config.int('group.share.max.size'),
+    shareAssignmentIntervalMs: settings.config.int('group.share.assignment.interval.ms'),
+    streams: {
+      ...DEFAULT_STREAMS_GROUPS_CONFIG,
+      sessionTimeoutMs: settings.config.int('group.streams.session.timeout.ms'),
+      heartbeatIntervalMs: settings.config.int('group.streams.heartbeat.interval.ms'),
+      numStandbyReplicas: settings.config.int('group.streams.num.standby.replicas'),
+      initialRebalanceDelayMs: settings.config.int('group.streams.initial.rebalance.delay.ms'),
+    },
+    offsetsRetentionMs: settings.config.int('offsets.retention.minutes') * 60_000,
+    offsetsRetentionCheckIntervalMs: settings.config.int('offsets.retention.check.interval.ms'),
+    offsetMetadataMaxBytes: settings.config.int('offset.metadata.max.bytes'),
+    offsetCommitTimeoutMs: settings.config.int('offsets.commit.timeout.ms'),
+  };
+}
+
+/** The transaction coordinator's settings from the broker config, by their TransactionCoordinatorConfig names. */
 export function transactionCoordinatorConfig(settings: BrokerSettings): Partial<TransactionCoordinatorConfig> {
-  const c: { -readonly [K in keyof TransactionCoordinatorConfig]?: TransactionCoordinatorConfig[K] } = {};
-  if (settings.transactionalIdExpirationMs !== undefined) c.transactionalIdExpirationMs = settings.transactionalIdExpirationMs;
-  if (settings.transactionMaxTimeoutMs !== undefined) c.transactionMaxTimeoutMs = settings.transactionMaxTimeoutMs;
-  if (settings.transactionAbortTimedOutTransactionCleanupIntervalMs !== undefined) {
-    c.abortTimedOutTransactionCleanupIntervalMs = settings.transactionAbortTimedOutTransactionCleanupIntervalMs;
-  }
-  if (settings.transactionRemoveExpiredTransactionCleanupIntervalMs !== undefined) {
-    c.removeExpiredTransactionalIdCleanupIntervalMs = settings.transactionRemoveExpiredTransactionCleanupIntervalMs;
-  }
-  return c;
+  return {
+    transactionalIdExpirationMs: settings.config.int('transactional.id.expiration.ms'),
+    transactionMaxTimeoutMs: settings.config.int('transaction.max.timeout.ms'),
+    abortTimedOutTransactionCleanupIntervalMs: settings.config.int('transaction.abort.timed.out.transaction.cleanup.interval.ms'),
+    removeExpiredTransactionalIdCleanupIntervalMs: settings.config.int('transaction.remove.expired.transaction.cleanup.interval.ms'),
+  };
 }
 
 export interface RequestContext {

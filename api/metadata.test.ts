@@ -49,7 +49,7 @@ describe('Metadata', () => {
   });
 
   it('auto-creates an unknown topic: UNKNOWN_TOPIC_OR_PARTITION first (as Kafka 4), then the leader', async () => {
-    const s = testServices({ numPartitions: 3 });
+    const s = testServices({ config: { 'num.partitions': 3 } });
     const first = await ask(s, 9, req(named('orders')));
     expect(first.topics[0]).toMatchObject({ name: 'orders', errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partitions: [] });
     const second = await ask(s, 9, req(named('orders')));
@@ -64,7 +64,7 @@ describe('Metadata', () => {
   it('does not create when the client (v4+) or the broker config says no', async () => {
     const s = testServices();
     expect((await ask(s, 4, req(named('x'), false))).topics[0]!.errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
-    const off = testServices({ autoCreateTopicsEnable: false });
+    const off = testServices({ config: { 'auto.create.topics.enable': false } });
     expect((await ask(off, 1, req(named('x')))).topics[0]!.errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
     expect((await ask(off, 1, req(null))).topics).toEqual([]);
   });

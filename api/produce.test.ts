@@ -91,7 +91,7 @@ describe('Produce', () => {
   });
 
   it('auto-creates an unknown topic, answering UNKNOWN_TOPIC_OR_PARTITION for that request', async () => {
-    const s = services({ numPartitions: 2 });
+    const s = services({ config: { 'num.partitions': 2 } });
     const first = await send(s, 9, req('fresh', [{ index: 0, records: batch(1) }, { index: 1, records: batch(1) }]));
     expect(first.responses[0]!.partitionResponses.map((p) => p.errorCode)).toEqual([ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]);
     expect(s.metadata.image().topics.get('fresh')!.partitions).toHaveLength(2);
@@ -104,7 +104,7 @@ describe('Produce', () => {
   });
 
   it('does not create a topic when auto.create.topics.enable is false, or for an illegal name', async () => {
-    const off = services({ autoCreateTopicsEnable: false });
+    const off = services({ config: { 'auto.create.topics.enable': false } });
     const r = await send(off, 9, req('nope', [{ index: 0, records: batch(1) }]));
     expect(r.responses[0]!.partitionResponses[0]!.errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
     expect(off.metadata.image().topics.has('nope')).toBe(false);
@@ -294,7 +294,7 @@ describe('Produce', () => {
   });
 
   it('answers UNKNOWN_TOPIC_ID at v13 for an id no topic has, under that id, and creates nothing', async () => {
-    const s = services({ autoCreateTopicsEnable: true });
+    const s = services({ config: { 'auto.create.topics.enable': true } });
     await withTopic(s);
     const unknown = 'AAAAAAAAAAAAAAAAAAAAAQ';
     const r = await send(s, 13, req('', [{ index: 0, records: batch(1) }], 1, unknown));

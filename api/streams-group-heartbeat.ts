@@ -111,7 +111,7 @@ function createInternalTopics(topics: readonly InternalTopicToCreate[], services
   for (const t of topics) {
     if (inFlight.has(t.name) || store.image().topics.has(t.name)) continue;
     inFlight.add(t.name);
-    const replicationFactor = t.replicationFactor > 0 ? t.replicationFactor : Math.min(services.settings.defaultReplicationFactor, store.image().brokers.size);
+    const replicationFactor = t.replicationFactor > 0 ? t.replicationFactor : Math.min(services.settings.config.int('default.replication.factor'), store.image().brokers.size);
     store
       .createTopic({ name: t.name, numPartitions: t.numPartitions, replicationFactor, configs: t.configs })
       .then(

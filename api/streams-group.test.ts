@@ -46,7 +46,7 @@ describe('StreamsGroupHeartbeat and StreamsGroupDescribe', () => {
   afterEach(async () => s?.close());
 
   it('creates the changelog topic the topology asks for, with its configs, then assigns the tasks', async () => {
-    s = await groupServices({ groupStreamsInitialRebalanceDelayMs: 0 });
+    s = await groupServices({ config: { 'group.streams.initial.rebalance.delay.ms': 0 } });
     const first = await callAt(streamsGroupHeartbeat, 1, request(), s);
     expect([first.errorCode, first.memberEpoch, first.heartbeatIntervalMs, first.acceptableRecoveryLag, first.topologyDescriptionRequired]).toEqual([0, 1, 5000, 10000n, false]);
     expect(first.status!.map((x) => x.statusCode)).toEqual([3]);

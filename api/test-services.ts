@@ -7,7 +7,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { followTopicLogConfigs, NO_STATIC_CONFIG } from '../cluster/metadata/broker-configs.js';
+import { followTopicLogConfigs, NO_STATIC_CONFIG, type StaticBrokerConfig } from '../cluster/metadata/broker-configs.js';
+import { configReader, type ConfigKey } from '../cluster/metadata/broker-config-registry.js';
 import { LocalMetadataStore } from '../cluster/metadata/local-metadata-store.js';
 import { ReplicaManager } from '../cluster/replication/replica-manager.js';
 import { GroupCoordinator } from '../cluster/group/group-coordinator.js';
@@ -32,8 +33,27 @@ export interface TestServices extends BrokerServices {
   close(): Promise<void>;
 }
 
+/**
+ * A test broker's settings: its node id (1 when absent), its config keys by
+ * Kafka name (values as strings, numbers or booleans), and its static config
+ * for DescribeConfigs. Unless `config` says otherwise, topics are
+ * auto-created with 3 partitions.
+ */
+export interface TestSettings {
+  readonly nodeId?: number;
+  readonly config?: Partial<Record<ConfigKey, string | number | boolean>>;
+  readonly staticConfig?: StaticBrokerConfig;
+}
+
+/** The BrokerSettings of `settings`. */
+export function brokerSettings(settings: TestSettings = {}): BrokerSettings {
+  const values = new Map<string, string>([['num.partitions', '3']]);
+  for (const [k, v] of Object.entries(settings.config ?? {})) values.set(k, String(v));
+  return { nodeId: settings.nodeId ?? 1, config: configReader(values), ...(settings.staticConfig ? { staticConfig: settings.staticConfig } : {}) };
+}
+
 export function testServices(
-  settings: Partial<BrokerSettings> = {},
+  settings: TestSettings = {},
   dir = mkdtempSync(join(tmpdir(), 'gregor-api-')),
   opts: {
     logDefaults?: LogConfig;
@@ -56,7 +76,7 @@ export function testServices(
     moreLogDirs?: readonly string[];
   } = {},
 ): TestServices {
-  const full: BrokerSettings = { nodeId: 1, autoCreateTopicsEnable: true, numPartitions: 3, defaultReplicationFactor: 1, ...settings };
+  const full = brokerSettings(settings);
   const log = pino({ level: 'silent' });
   const store = new LocalMetadataStore(dir, 'test-cluster-id-00000', {
     nodeId: full.nodeId,
@@ -145,9 +165,13 @@ export interface TxnServices extends TestServices {
  * partitions) made through FindCoordinator, a topic `t` of 3 partitions,
  * and a manual timer for the transaction coordinator.
  */
-export async function txnServices(settings: Partial<BrokerSettings> = {}, dir?: string): Promise<TxnServices> {
+export async function txnServices(settings: TestSettings = {}, dir?: string): Promise<TxnServices> {
   const txnTimer = new ManualGroupTimer();
-  const s = testServices({ transactionStateLogNumPartitions: 3, transactionStateLogReplicationFactor: 1, transactionStateLogMinIsr: 1, ...settings }, dir, { txnTimer });
+  const s = testServices(
+    { ...settings, config: { 'transaction.state.log.num.partitions': 3, 'transaction.state.log.replication.factor': 1, 'transaction.state.log.min.isr': 1, ...settings.config } },
+    dir,
+    { txnTimer },
+  );
   await findCoordinator.handle({ key: 'tx', keyType: 1, coordinatorKeys: [] }, ctxFor(s, 1));
   if (!s.metadata.image().topics.has('t')) await s.metadata.createTopic({ name: 't', numPartitions: 3, replicationFactor: 1 });
   return Object.assign(s, { txnTimer });

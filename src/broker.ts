@@ -28,7 +28,8 @@ import { HANDLERS, advertisedVersions, handlerTable } from '../api/registry.js';
 import { groupCoordinatorConfig, shareGroupSettings, shareStateTopicSettings, transactionCoordinatorConfig, type BrokerServices, type BrokerSettings } from '../api/handler.js';
 import { Connection, type Dispatch } from './connection.js';
 import { fetchBuffers } from '../wire/buffer-pool.js';
-import { CONFIG_DEFS, type BrokerConfig, type ListenerSpec } from './config.js';
+import { type BrokerConfig, type ListenerSpec } from './config.js';
+import { configDefs } from '../cluster/metadata/broker-config-registry.js';
 
 export class StartError extends Error {}
 
@@ -135,7 +136,7 @@ export class Broker {
     let onDirFailure: (path: string) => void = () => {};
     const staticConfig = staticBrokerConfig(config);
     try {
-      for (const spec of config.listeners) bound.push(await listen(spec, config.maxConnections));
+      for (const spec of config.listeners) bound.push(await listen(spec, config.values.int('max.connections')));
       advertised = bound.map(({ spec, port }): Endpoint => {
         const adv = config.advertisedListeners?.find((a) => a.name === spec.name);
         if (adv) return { listener: spec.name, host: adv.host, port: adv.port === 0 ? port : adv.port };
@@ -151,8 +152,8 @@ export class Broker {
             {
               endpoints: config.metadata.endpoints,
               root: config.metadata.root,
-              sessionTimeoutMs: config.brokerSessionTimeoutMs,
-              ...(config.autoLeaderRebalanceEnable ? { leaderRebalanceIntervalMs: config.leaderImbalanceCheckIntervalSeconds * 1000 } : {}),
+              sessionTimeoutMs: config.values.int('broker.session.timeout.ms'),
+              ...(config.values.bool('auto.leader.rebalance.enable') ? { leaderRebalanceIntervalMs: config.values.int('leader.imbalance.check.interval.seconds') * 1000 } : {}),
               log,
               onFatal: (err) => fatal(err),
             },
@@ -200,8 +201,8 @@ export class Broker {
           defaults: view.logDefaults(),
           topicConfigs: topicLogConfigs(store.image(), staticConfig, config.nodeId),
           log,
-          producerIdExpirationMs: config.producerIdExpirationMs,
-          producerIdExpirationCheckIntervalMs: config.producerIdExpirationCheckIntervalMs,
+          producerIdExpirationMs: config.values.int('producer.id.expiration.ms'),
+          producerIdExpirationCheckIntervalMs: config.values.int('producer.id.expiration.check.interval.ms'),
           ...logManagerSchedule(view),
         });
       } catch (err) {
@@ -222,11 +223,11 @@ export class Broker {
     }
     // Before the replica manager, so that a new topic's logs open with their config.
     followTopicLogConfigs(store, logs, staticConfig, config.nodeId);
-    const replicas = new ReplicaManager(config.nodeId, store, logs, log, { replicaLagTimeMaxMs: config.replicaLagTimeMaxMs }).start();
+    const replicas = new ReplicaManager(config.nodeId, store, logs, log, { replicaLagTimeMaxMs: config.values.int('replica.lag.time.max.ms') }).start();
     // Replicas in a failed log directory stop serving; in a cluster their leadership moves elsewhere.
     onDirFailure = () => replicas.onLogDirFailure();
     logs.start();
-    const settings: BrokerSettings = { ...config, staticConfig };
+    const settings: BrokerSettings = { nodeId: config.nodeId, config: config.values, staticConfig };
     // Requests to the other brokers of a cluster (transaction markers, verifications, share state) go on the inter-broker listener, as followers' fetches do.
     const channel = etcd ? new BrokerChannel(store, config.interBrokerListener) : null;
     // Share groups: the share coordinator loads the partitions of __share_group_state it leads; the
@@ -299,7 +300,7 @@ export class Broker {
   }
 
   private accept(socket: Socket, listener: string, dispatch: Dispatch): void {
-    if (this.draining || this.connections.size >= this.config.maxConnections) {
+    if (this.draining || this.connections.size >= this.config.values.int('max.connections')) {
       this.log.warn({ remote: socket.remoteAddress, open: this.connections.size }, this.draining ? 'refusing connection during shutdown' : 'max.connections reached; closing new connection');
       socket.destroy();
       return;
@@ -308,9 +309,9 @@ export class Broker {
       socket,
       listener,
       {
-        maxRequestBytes: this.config.socketRequestMaxBytes,
-        queuedMaxRequests: this.config.queuedMaxRequests,
-        idleMs: this.config.connectionsMaxIdleMs,
+        maxRequestBytes: this.config.values.int('socket.request.max.bytes'),
+        queuedMaxRequests: this.config.values.int('queued.max.requests'),
+        idleMs: this.config.values.int('connections.max.idle.ms'),
       },
       dispatch,
       this.log,
@@ -333,12 +334,12 @@ export class Broker {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       // One deadline for the whole shutdown: the handover, then the requests in flight.
-      const deadline = Date.now() + this.config.shutdownTimeoutMs;
-      if (this.store.controlledShutdown && this.config.controlledShutdownEnable) {
+      const deadline = Date.now() + this.config.values.int('shutdown.timeout.ms');
+      if (this.store.controlledShutdown && this.config.values.bool('controlled.shutdown.enable')) {
         // Still serving, new connections too: clients are told NOT_LEADER_OR_FOLLOWER as leadership moves,
         // and followers of what this broker still leads keep fetching.
         const t0 = Date.now();
-        const { leading, timedOut } = await this.store.controlledShutdown(this.config.shutdownTimeoutMs);
+        const { leading, timedOut } = await this.store.controlledShutdown(this.config.values.int('shutdown.timeout.ms'));
         const ms = Date.now() - t0;
         if (leading === 0) this.log.info({ ms }, 'controlled shutdown: this broker leads no partition any more');
         else if (!timedOut) this.log.info({ ms, partitions: leading }, 'controlled shutdown: no other in-sync replica is alive to lead these partitions; they wait for one');
@@ -452,7 +453,6 @@ function listen(spec: ListenerSpec, maxHeld: number): Promise<Bound> {
   });
 }
 
-const CONFIG_TYPES = { int: 'int', long: 'long', bool: 'boolean', string: 'string', list: 'list' } as const;
 
 /** What the operator set and every key gregor's config knows, for DescribeConfigs and the broker's topic config defaults. */
 function staticBrokerConfig(config: BrokerConfig): StaticBrokerConfig {
@@ -461,7 +461,7 @@ function staticBrokerConfig(config: BrokerConfig): StaticBrokerConfig {
   if (!values.has('broker.id')) values.set('broker.id', String(config.nodeId));
   return {
     values,
-    keys: new Map(Object.entries(CONFIG_DEFS).map(([name, d]) => [name, { type: CONFIG_TYPES[d.kind], default: d.default, doc: d.doc }])),
+    keys: new Map([...configDefs()].map(([name, d]) => [name, { type: d.type, default: d.default, doc: d.doc }])),
   };
 }
 

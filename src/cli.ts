@@ -224,9 +224,9 @@ export async function main(argv: readonly string[]): Promise<number> {
       log.info({ signal }, 'shutting down');
       // Every step of stop() is bounded by shutdown.timeout.ms; this catches whatever is not.
       setTimeout(() => {
-        log.error({ shutdownTimeoutMs: broker.config.shutdownTimeoutMs }, 'shutdown did not finish; exiting anyway');
+        log.error({ shutdownTimeoutMs: broker.config.values.int('shutdown.timeout.ms') }, 'shutdown did not finish; exiting anyway');
         process.exit(1);
-      }, broker.config.shutdownTimeoutMs + SHUTDOWN_WATCHDOG_MARGIN_MS).unref();
+      }, broker.config.values.int('shutdown.timeout.ms') + SHUTDOWN_WATCHDOG_MARGIN_MS).unref();
       broker.stop().then(
         () => {
           log.info('stopped');

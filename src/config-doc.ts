@@ -1,11 +1,11 @@
-/** The configuration table in README.md, built from CONFIG_DEFS so the two cannot drift. */
-import { CONFIG_DEFS } from './config.js';
+/** The configuration table in README.md, built from the config registry so the two cannot drift. */
+import { configDefs } from '../cluster/metadata/broker-config-registry.js';
 
 export const CONFIG_TABLE_BEGIN = '<!-- config-table:begin -->';
 export const CONFIG_TABLE_END = '<!-- config-table:end -->';
 
 export function configTableMarkdown(): string {
-  const rows = Object.entries(CONFIG_DEFS).map(([key, def]) => `| \`${key}\` | ${def.default === null ? '(unset)' : `\`${def.default}\``} | ${def.doc} |`);
+  const rows = [...configDefs()].map(([key, def]) => `| \`${key}\` | ${def.default === null ? '(unset)' : `\`${def.default}\``} | ${def.doc} |`);
   return ['| key | default | meaning |', '| --- | --- | --- |', ...rows].join('\n');
 }
 

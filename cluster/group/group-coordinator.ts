@@ -46,6 +46,7 @@
  * consumer-protocol member was static and is replaced by a classic JoinGroup
  * of its instance id.
  */
+import { DEFAULT_CONFIG } from '../metadata/broker-config-registry.js';
 import { ErrorCode } from '../../wire/errors.js';
 import type { MetadataImage, MetadataStore } from '../metadata/metadata-image.js';
 import { GROUP_METADATA_TOPIC, partitionFor } from '../coordinator/partition-for.js';
@@ -141,23 +142,23 @@ export interface GroupCoordinatorConfig extends ShareGroupsConfig {
 /** group.consumer.migration.policy's values (Kafka's ConsumerGroupMigrationPolicy). */
 export type ConsumerMigrationPolicy = 'disabled' | 'upgrade' | 'downgrade' | 'bidirectional';
 
-/** Kafka 4.4's defaults. */
+/** The defaults of the broker config (Kafka 4.4's). */
 export const DEFAULT_GROUP_COORDINATOR_CONFIG: GroupCoordinatorConfig = {
-  initialRebalanceDelayMs: 3000,
-  minSessionTimeoutMs: 6000,
-  maxSessionTimeoutMs: 1800000,
-  maxSize: 2147483647,
-  offsetsRetentionMs: 10080 * 60_000,
-  offsetsRetentionCheckIntervalMs: 600000,
-  offsetMetadataMaxBytes: 4096,
+  initialRebalanceDelayMs: DEFAULT_CONFIG.int('group.initial.rebalance.delay.ms'),
+  minSessionTimeoutMs: DEFAULT_CONFIG.int('group.min.session.timeout.ms'),
+  maxSessionTimeoutMs: DEFAULT_CONFIG.int('group.max.session.timeout.ms'),
+  maxSize: DEFAULT_CONFIG.int('group.max.size'),
+  offsetsRetentionMs: DEFAULT_CONFIG.int('offsets.retention.minutes') * 60_000,
+  offsetsRetentionCheckIntervalMs: DEFAULT_CONFIG.int('offsets.retention.check.interval.ms'),
+  offsetMetadataMaxBytes: DEFAULT_CONFIG.int('offset.metadata.max.bytes'),
   newMemberJoinTimeoutMs: 5 * 60_000,
-  offsetCommitTimeoutMs: 5000,
-  consumerSessionTimeoutMs: 45000,
-  consumerHeartbeatIntervalMs: 5000,
-  consumerMaxSize: 2147483647,
-  consumerAssignors: ['uniform', 'range'],
-  consumerAssignmentIntervalMs: 1000,
-  consumerMigrationPolicy: 'bidirectional',
+  offsetCommitTimeoutMs: DEFAULT_CONFIG.int('offsets.commit.timeout.ms'),
+  consumerSessionTimeoutMs: DEFAULT_CONFIG.int('group.consumer.session.timeout.ms'),
+  consumerHeartbeatIntervalMs: DEFAULT_CONFIG.int('group.consumer.heartbeat.interval.ms'),
+  consumerMaxSize: DEFAULT_CONFIG.int('group.consumer.max.size'),
+  consumerAssignors: DEFAULT_CONFIG.list('group.consumer.assignors') as ('uniform' | 'range')[],
+  consumerAssignmentIntervalMs: DEFAULT_CONFIG.int('group.consumer.assignment.interval.ms'),
+  consumerMigrationPolicy: DEFAULT_CONFIG.value('group.consumer.migration.policy') as ConsumerMigrationPolicy,
   ...DEFAULT_SHARE_GROUPS_CONFIG,
   streams: DEFAULT_STREAMS_GROUPS_CONFIG,
 };

@@ -27,6 +27,7 @@
  * them. So a new group's members get their partitions at their second
  * heartbeat.
  */
+import { DEFAULT_CONFIG } from '../metadata/broker-config-registry.js';
 import { ErrorCode } from '../../wire/errors.js';
 import { ZERO_UUID } from '../../wire/uuid.js';
 import type { MetadataImage, MetadataStore } from '../metadata/metadata-image.js';
@@ -72,10 +73,10 @@ export interface ShareGroupsConfig {
 
 /** Kafka 4.4's defaults. */
 export const DEFAULT_SHARE_GROUPS_CONFIG: ShareGroupsConfig = {
-  shareSessionTimeoutMs: 45000,
-  shareHeartbeatIntervalMs: 5000,
-  shareMaxSize: 200,
-  shareAssignmentIntervalMs: 1000,
+  shareSessionTimeoutMs: DEFAULT_CONFIG.int('group.share.session.timeout.ms'),
+  shareHeartbeatIntervalMs: DEFAULT_CONFIG.int('group.share.heartbeat.interval.ms'),
+  shareMaxSize: DEFAULT_CONFIG.int('group.share.max.size'),
+  shareAssignmentIntervalMs: DEFAULT_CONFIG.int('group.share.assignment.interval.ms'),
   shareInitializeRetryIntervalMs: 30000,
 };
 

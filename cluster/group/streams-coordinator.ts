@@ -26,6 +26,7 @@
  * once), source topic regular expressions (Kafka 4.4 refuses them too) and
  * the topology description of KIP-1331.
  */
+import { DEFAULT_CONFIG } from '../metadata/broker-config-registry.js';
 import { ErrorCode } from '../../wire/errors.js';
 import type { MetadataImage, MetadataStore } from '../metadata/metadata-image.js';
 import type { GroupTimer } from '../coordinator/timer.js';
@@ -86,11 +87,11 @@ export interface StreamsGroupsConfig {
 
 /** Kafka 4.4's defaults. */
 export const DEFAULT_STREAMS_GROUPS_CONFIG: StreamsGroupsConfig = {
-  sessionTimeoutMs: 45000,
-  heartbeatIntervalMs: 5000,
-  numStandbyReplicas: 0,
-  initialRebalanceDelayMs: 3000,
-  maxSize: 2147483647,
+  sessionTimeoutMs: DEFAULT_CONFIG.int('group.streams.session.timeout.ms'),
+  heartbeatIntervalMs: DEFAULT_CONFIG.int('group.streams.heartbeat.interval.ms'),
+  numStandbyReplicas: DEFAULT_CONFIG.int('group.streams.num.standby.replicas'),
+  initialRebalanceDelayMs: DEFAULT_CONFIG.int('group.streams.initial.rebalance.delay.ms'),
+  maxSize: DEFAULT_CONFIG.int('group.streams.max.size'),
   taskOffsetIntervalMs: 60000,
   acceptableRecoveryLag: 10000,
 };

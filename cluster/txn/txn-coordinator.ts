@@ -44,6 +44,7 @@
  * Not implemented: two-phase commit (KIP-939, InitProducerId v6, which
  * Kafka 4.4 marks unstable).
  */
+import { DEFAULT_CONFIG } from '../metadata/broker-config-registry.js';
 import { ErrorCode } from '../../wire/errors.js';
 import { hasPartition, type MetadataImage, type MetadataStore } from '../metadata/metadata-image.js';
 import { GROUP_METADATA_TOPIC, partitionFor } from '../coordinator/partition-for.js';
@@ -112,12 +113,12 @@ export interface TransactionCoordinatorConfig {
   readonly stateLogReplicationTimeoutMs: number;
 }
 
-/** Kafka 4.0's defaults. */
+/** The defaults of the broker config (Kafka's), and Kafka's marker retry timings. */
 export const DEFAULT_TRANSACTION_COORDINATOR_CONFIG: TransactionCoordinatorConfig = {
-  transactionalIdExpirationMs: 604800000,
-  transactionMaxTimeoutMs: 900000,
-  abortTimedOutTransactionCleanupIntervalMs: 10000,
-  removeExpiredTransactionalIdCleanupIntervalMs: 3600000,
+  transactionalIdExpirationMs: DEFAULT_CONFIG.int('transactional.id.expiration.ms'),
+  transactionMaxTimeoutMs: DEFAULT_CONFIG.int('transaction.max.timeout.ms'),
+  abortTimedOutTransactionCleanupIntervalMs: DEFAULT_CONFIG.int('transaction.abort.timed.out.transaction.cleanup.interval.ms'),
+  removeExpiredTransactionalIdCleanupIntervalMs: DEFAULT_CONFIG.int('transaction.remove.expired.transaction.cleanup.interval.ms'),
   markerRetryBackoffMs: 100,
   markerRetryBackoffMaxMs: 1000,
   stateLogReplicationTimeoutMs: 30000,
