@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBroker, type Broker } from './index.js';
 import {
@@ -75,6 +76,24 @@ describe('max.connections', () => {
     await roundTrip(first, 3);
     await roundTrip(second, 4);
     expect(b.connectionCount).toBe(2);
+  });
+
+  it('takes a new limit at run time, set as a dynamic broker config', async () => {
+    const { broker: b, port } = await broker({ 'max.connections': '3' });
+    const admin = new Kafka({ clientId: 'max-connections-test', brokers: [`127.0.0.1:${port}`], logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      await admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.BROKER, name: '1', configEntries: [{ name: 'max.connections', value: '1' }] }] });
+    } finally {
+      await admin.disconnect();
+    }
+    // Once the admin's connections are gone, one connection is allowed, where three were.
+    await until(() => b.connectionCount === 0, 'the broker to notice the admin client gone');
+    const first = await connect(port);
+    await roundTrip(first, 1);
+    const second = await connect(port);
+    await withTimeout(second.closed, 2000, 'the second connection to be closed under the new limit');
+    await roundTrip(first, 2);
   });
 
   it('accepts a new connection once an open one has gone', async () => {

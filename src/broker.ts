@@ -61,6 +61,8 @@ export class Broker {
   private stopping: Promise<void> | null = null;
   /** Set once a stop no longer takes new connections (after the controlled shutdown). */
   private draining = false;
+  /** max.connections as it is now: set at start, or changed at run time (a dynamic broker config). */
+  private maxConnections: () => number = () => this.config.values.int('max.connections');
   /** Memory kept for a burst of fetches goes once consumers have been idle for a while. */
   private readonly poolTrim = setInterval(() => fetchBuffers.trimIdle(POOL_SLABS_KEPT_IDLE), POOL_TRIM_INTERVAL_MS);
 
@@ -249,6 +251,8 @@ export class Broker {
     // Followers copy their leaders' partitions (only brokers of a cluster follow anyone).
     const fetchers = new ReplicaFetchers(config.nodeId, store, replicas, log, { listener: config.interBrokerListener }).start();
     const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, transactions, shares, fetchers, channel, unlock);
+    const live = store;
+    broker.maxConnections = () => Number(BrokerConfigs.of(live.image(), staticConfig, config.nodeId).value('max.connections'));
     const services: BrokerServices = {
       settings,
       metadata: store,
@@ -300,7 +304,7 @@ export class Broker {
   }
 
   private accept(socket: Socket, listener: string, dispatch: Dispatch): void {
-    if (this.draining || this.connections.size >= this.config.values.int('max.connections')) {
+    if (this.draining || this.connections.size >= this.maxConnections()) {
       this.log.warn({ remote: socket.remoteAddress, open: this.connections.size }, this.draining ? 'refusing connection during shutdown' : 'max.connections reached; closing new connection');
       socket.destroy();
       return;

@@ -175,13 +175,19 @@ export const LISTENER_PREFIXED_SECURITY_CONFIGS: ReadonlySet<string> = new Set([
 /** Kafka's per-broker configs gregor does not take at run time: it binds its listeners once, at start. */
 const BOUND_AT_START: ReadonlySet<string> = new Set(['listeners', 'advertised.listeners', 'listener.security.protocol.map']);
 
+/** Kafka's dynamic configs among gregor's own keys that gregor also applies at run time; its others it reads at start only. */
+const APPLIED_AT_RUN_TIME: ReadonlySet<string> = new Set(['max.connections']);
+
+/** Kafka's dynamic log manager configs gregor reads at start only. */
+const READ_AT_START: ReadonlySet<string> = new Set(['log.cleaner.backoff.ms']);
+
 /**
  * How gregor lets `name` change at run time: as Kafka does (cluster-wide
  * configs at the cluster default or on one broker, per-broker ones on one
- * broker only), except that the listeners are bound once and gregor's own
- * start-up keys (`staticKeys`) that Kafka does not change at run time stay
- * read-only. A name neither Kafka nor gregor knows is 'unknown': taken and
- * stored, as Kafka does.
+ * broker only), except that what gregor reads at start only stays
+ * read-only: the listeners, and its own keys (`staticKeys`) but
+ * max.connections. A name neither Kafka nor gregor knows is 'unknown':
+ * taken and stored, as Kafka does.
  *
  * Example: dynamicMode('log.retention.ms', keys) -> 'cluster-wide';
  * dynamicMode('sasl.kerberos.min.time.before.relogin', keys) -> 'per-broker';
@@ -191,5 +197,7 @@ export function dynamicMode(name: string, staticKeys: ReadonlySet<string>): Dyna
   const kafka = KAFKA_DEFS.get(name);
   if (BOUND_AT_START.has(name) || name.startsWith('listener.name.')) return 'read-only';
   if (kafka === undefined) return staticKeys.has(name) ? 'read-only' : 'unknown';
+  if (TOPIC_CONFIGS_BY_SERVER_NAME.has(name)) return kafka.kafkaMode;
+  if ((staticKeys.has(name) || READ_AT_START.has(name)) && !APPLIED_AT_RUN_TIME.has(name)) return 'read-only';
   return kafka.kafkaMode;
 }

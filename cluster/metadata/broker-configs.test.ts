@@ -181,6 +181,10 @@ describe('dynamic changes', () => {
     expect(view.checkDynamicChange({ 'log.retention.ms': '1000', 'sasl.kerberos.min.time.before.relogin': '58000' }, true)).toEqual({ ok: true });
     expect(dynamicMode('log.cleanup.policy', new Set())).toBe('cluster-wide');
     expect(dynamicMode('nope', new Set())).toBe('unknown');
+    // Kafka changes these at run time; gregor applies max.connections at once and reads the others at start only.
+    expect(dynamicMode('max.connections', new Set(['max.connections']))).toBe('cluster-wide');
+    expect(dynamicMode('producer.id.expiration.ms', new Set(['producer.id.expiration.ms']))).toBe('read-only');
+    expect(dynamicMode('log.cleaner.backoff.ms', new Set())).toBe('read-only');
   });
 
   it.each([
