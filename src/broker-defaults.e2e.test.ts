@@ -84,6 +84,27 @@ describe("Kafka's server.properties", () => {
   });
 });
 
+describe('a server.properties written as ZooKeeper-era tutorials write it', () => {
+  it('starts a broker with its ZooKeeper keys listed as not applying, and its defaults in force', async () => {
+    const file = fileURLToPath(new URL('./testdata/tutorial-server.properties', import.meta.url));
+    const lines: LogLine[] = [];
+    const config = Object.fromEntries(fileSource(file).values);
+    const bootstrap = await broker({ ...config, listeners: 'PLAINTEXT://127.0.0.1:0', 'advertised.listeners': 'PLAINTEXT://127.0.0.1:0' }, (l) => lines.push(l));
+    const warnings = lines.filter((l) => l.level === 40 && l.keys !== undefined);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.keys).toEqual(expect.arrayContaining(['zookeeper.connect', 'zookeeper.connection.timeout.ms', 'num.io.threads']));
+
+    const a = await admin(bootstrap);
+    // num.partitions=3 from the file.
+    await a.createTopics({ topics: [{ topic: 'tutorial' }], waitForLeaders: true });
+    expect((await a.fetchTopicMetadata({ topics: ['tutorial'] })).topics[0]!.partitions).toHaveLength(3);
+    expect(await topicConfigs(a, 'tutorial', ['retention.bytes', 'flush.messages'])).toEqual({
+      'retention.bytes': ['1073741824', STATIC_BROKER_CONFIG],
+      'flush.messages': ['10000', STATIC_BROKER_CONFIG],
+    });
+  });
+});
+
 describe('broker-wide defaults set at start', () => {
   it('apply to topics without their own configs, as Kafka applies them', async () => {
     const bootstrap = await broker({
