@@ -5,6 +5,8 @@
  */
 import { startShares, type StartedShares } from '../cluster/share/share-services.js';
 import { createServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
+import { serverTlsOptions, TlsConfigError } from './tls.js';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
@@ -138,7 +140,18 @@ export class Broker {
     let onDirFailure: (path: string) => void = () => {};
     const staticConfig = staticBrokerConfig(config);
     try {
-      for (const spec of config.listeners) bound.push(await listen(spec, config.values.int('max.connections')));
+      for (const spec of config.listeners) {
+        let tlsOptions: TlsOptions | null = null;
+        if (config.securityProtocols.get(spec.name) === 'SSL') {
+          try {
+            tlsOptions = serverTlsOptions(spec.name, config.raw);
+          } catch (err) {
+            if (err instanceof TlsConfigError) throw new StartError(err.message);
+            throw err;
+          }
+        }
+        bound.push(await listen(spec, config.values.int('max.connections'), tlsOptions, log));
+      }
       advertised = bound.map(({ spec, port }): Endpoint => {
         const adv = config.advertisedListeners?.find((a) => a.name === spec.name);
         if (adv) return { listener: spec.name, host: adv.host, port: adv.port === 0 ? port : adv.port };
@@ -408,15 +421,33 @@ export class Broker {
   }
 }
 
-function listen(spec: ListenerSpec, maxHeld: number): Promise<Bound> {
+/**
+ * Binds one listener: plain TCP, or TLS when `tlsOptions` are given (an SSL listener), where a
+ * connection counts once its handshake is done and a failed handshake is logged and closed.
+ */
+function listen(spec: ListenerSpec, maxHeld: number, tlsOptions: TlsOptions | null, log: Logger): Promise<Bound> {
   return new Promise((resolvePromise, reject) => {
-    const server = createServer({ noDelay: true });
+    let server: Server;
+    if (tlsOptions) {
+      try {
+        server = createTlsServer({ ...tlsOptions, noDelay: true });
+      } catch (err) {
+        reject(new StartError(`listener ${spec.name}: cannot use its TLS key and certificates: ${(err as Error).message}`));
+        return;
+      }
+      server.on('tlsClientError', (err: Error, socket: TLSSocket) => {
+        log.warn({ listener: spec.name, remote: socket.remoteAddress, err: err.message }, 'TLS handshake failed; connection closed');
+        socket.destroy();
+      });
+    } else {
+      server = createServer({ noDelay: true });
+    }
     // From the first connection on, each is either served or held: one left to the server alone would
     // never be read nor closed, and would keep server.close() (and so the broker's stop) waiting for good.
     const held = new Set<Socket>();
     let accept: ((socket: Socket) => void) | null = null;
     const ignoreError = (): void => {};
-    server.on('connection', (socket: Socket) => {
+    server.on(tlsOptions ? 'secureConnection' : 'connection', (socket: Socket) => {
       if (accept) return accept(socket);
       if (held.size >= maxHeld) return void socket.destroy();
       held.add(socket);

@@ -195,13 +195,19 @@ describe("Kafka's keys", () => {
     expect(message).toContain('(from command line)');
   });
 
-  it('refuses a listener whose security protocol gregor does not serve, rather than serve it in plaintext', () => {
-    expect(configError(() => resolveConfig([flags({ listeners: 'SSL://127.0.0.1:9093' })])).message).toContain('listener SSL asks for SSL');
+  it('serves PLAINTEXT and SSL listeners, and refuses a SASL one rather than serve it without authentication', () => {
+    expect(resolveConfig([flags({ listeners: 'SSL://127.0.0.1:9093' })]).securityProtocols).toEqual(new Map([['SSL', 'SSL']]));
     expect(
       configError(() => resolveConfig([flags({ listeners: 'PLAINTEXT://127.0.0.1:9092,SECURE://127.0.0.1:9093', 'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL' })]))
         .message,
     ).toContain('listener SECURE asks for SASL_SSL');
+    expect(configError(() => resolveConfig([flags({ listeners: 'SASL_PLAINTEXT://127.0.0.1:9092' })])).message).toContain('asks for SASL_PLAINTEXT');
     expect(configError(() => resolveConfig([flags({ listeners: 'CLIENT://127.0.0.1:9092' })])).message).toContain('CLIENT:PLAINTEXT');
+  });
+
+  it('keeps the brokers of a cluster talking over a PLAINTEXT listener', () => {
+    const tls = { listeners: 'SSL://127.0.0.1:9093', 'metadata.store': 'etcd://127.0.0.1:2379' };
+    expect(configError(() => resolveConfig([flags(tls)])).message).toContain('name a PLAINTEXT listener');
   });
 
   it('takes the inter-broker listener from inter.broker.listener.name or security.inter.broker.protocol', () => {

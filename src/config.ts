@@ -34,6 +34,8 @@ export interface BrokerConfig {
   readonly listeners: readonly ListenerSpec[];
   /** The listener brokers of a cluster use to reach each other: inter.broker.listener.name, else the first listener. */
   readonly interBrokerListener: string;
+  /** Each served listener's security protocol (listener.security.protocol.map): PLAINTEXT or SSL. */
+  readonly securityProtocols: ReadonlyMap<string, string>;
   readonly advertisedListeners: readonly ListenerSpec[] | null;
   /** The first of logDirs: the broker's own files (meta.properties, the local metadata store) live there. */
   readonly dataDir: string;
@@ -235,8 +237,8 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     if (protocol === undefined) {
       throw new ConfigError(`listeners: listener ${l.name} has no security protocol; map it in listener.security.protocol.map, e.g. ${l.name}:PLAINTEXT`);
     }
-    if (protocol !== 'PLAINTEXT') {
-      throw new ConfigError(`listeners: listener ${l.name} asks for ${protocol}, which gregor does not serve; it would serve plaintext where clients expect ${protocol}. Use a PLAINTEXT listener`);
+    if (protocol !== 'PLAINTEXT' && protocol !== 'SSL') {
+      throw new ConfigError(`listeners: listener ${l.name} asks for ${protocol}, which gregor does not serve; it would serve plaintext where clients expect ${protocol}. Use a PLAINTEXT or SSL listener`);
     }
   }
   const adv = get('advertised.listeners');
@@ -257,6 +259,10 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     const found = listeners.find((l) => protocols.get(l.name) === wanted);
     if (found === undefined) throw new ConfigError(`security.inter.broker.protocol: no listener uses ${wanted}`);
     interBrokerListener = found.name;
+  }
+  const metadata = parseMetadataStore(get('metadata.store')!, get('metadata.etcd.root')!);
+  if (metadata.kind === 'etcd' && protocols.get(interBrokerListener) !== 'PLAINTEXT') {
+    throw new ConfigError(`inter.broker.listener.name: brokers of a cluster reach each other in plaintext; name a PLAINTEXT listener (${interBrokerListener} is ${protocols.get(interBrokerListener)})`);
   }
   const dirs = get('log.dirs');
   const logDirs = dirs !== null ? dirs.split(',').map((d) => d.trim()).filter((d) => d !== '') : [get('log.dir')!];
@@ -284,7 +290,8 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     logDirs,
     nodeId,
     rack: get('broker.rack'),
-    metadata: parseMetadataStore(get('metadata.store')!, get('metadata.etcd.root')!),
+    metadata,
+    securityProtocols: new Map(listeners.map((l) => [l.name, protocols.get(l.name)!])),
     values,
   };
 }
