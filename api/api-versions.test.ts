@@ -108,8 +108,8 @@ describe('ApiVersions', () => {
     const notServed = new Map<number, string>([
       // KRaft's quorum and controller-only APIs: gregor has no KRaft quorum.
       [55, 'kraft'], [80, 'kraft'], [81, 'kraft'], [94, 'kraft'],
-      // Security: SASL, ACLs, SCRAM credentials, quotas, delegation tokens.
-      [17, 'security'], [36, 'security'], [29, 'security'], [30, 'security'], [31, 'security'], [50, 'security'], [51, 'security'],
+      // Security: ACLs, SCRAM credentials, quotas, delegation tokens.
+      [29, 'security'], [30, 'security'], [31, 'security'], [50, 'security'], [51, 'security'],
       [48, 'security'], [49, 'security'], [38, 'security'], [39, 'security'], [40, 'security'], [41, 'security'],
       // The topology description of streams groups (KIP-1331).
       [93, 'streams'],

@@ -158,6 +158,22 @@ export interface RequestContext {
   readonly services: BrokerServices;
   /** Runs `cb` once when the client's connection closes (share sessions end with their connection); absent in tests. */
   readonly onConnectionClose?: (cb: () => void) => void;
+  /** The SASL exchange of a connection on a SASL listener, until it has authenticated; absent elsewhere. */
+  readonly sasl?: SaslExchange;
+}
+
+/** One connection's SASL authentication (SaslHandshake, then SaslAuthenticate). */
+export interface SaslExchange {
+  /** The mechanisms the listener takes, in its order (sasl.enabled.mechanisms). */
+  readonly mechanisms: readonly string[];
+  /** Picks `mechanism` for this connection; false when the listener does not take it. */
+  handshake(mechanism: string): boolean;
+  /**
+   * Checks one client token of the picked mechanism. Done: the connection is
+   * authenticated as `principal`. Failed: the answer carries `message` and the
+   * connection then closes.
+   */
+  authenticate(token: Buffer): { readonly done: true; readonly principal: string } | { readonly done: false; readonly message: string };
 }
 
 export interface ApiVersionRange {

@@ -38,6 +38,8 @@ import { initProducerId } from './init-producer-id.js';
 import { addPartitionsToTxn } from './add-partitions-to-txn.js';
 import { addOffsetsToTxn } from './add-offsets-to-txn.js';
 import { endTxn } from './end-txn.js';
+import { saslHandshake } from './sasl-handshake.js';
+import { saslAuthenticate } from './sasl-authenticate.js';
 import { describeTransactions } from './describe-transactions.js';
 import { listTransactions } from './list-transactions.js';
 import { describeProducers } from './describe-producers.js';
@@ -100,6 +102,8 @@ export const HANDLERS: readonly ApiHandler[] = [
   addPartitionsToTxn,
   addOffsetsToTxn,
   endTxn,
+  saslHandshake,
+  saslAuthenticate,
   describeTransactions,
   listTransactions,
   describeProducers,

@@ -7,6 +7,7 @@ import { startShares, type StartedShares } from '../cluster/share/share-services
 import { createServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
 import { serverTlsOptions, TlsConfigError } from './tls.js';
+import { SaslConfigError, saslListener, type SaslListener } from './sasl.js';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
@@ -84,6 +85,7 @@ export class Broker {
     private readonly fetchers: ReplicaFetchers,
     private readonly channel: BrokerChannel | null,
     private readonly unlock: () => void,
+    private readonly saslListeners: ReadonlyMap<string, SaslListener> = new Map(),
   ) {
     this.poolTrim.unref();
   }
@@ -139,16 +141,18 @@ export class Broker {
     // Set once the replica manager exists; a directory failing before then is only logged.
     let onDirFailure: (path: string) => void = () => {};
     const staticConfig = staticBrokerConfig(config);
+    // What each SASL listener takes (mechanisms, PLAIN's users).
+    const saslListeners = new Map<string, SaslListener>();
     try {
       for (const spec of config.listeners) {
+        const protocol = config.securityProtocols.get(spec.name);
         let tlsOptions: TlsOptions | null = null;
-        if (config.securityProtocols.get(spec.name) === 'SSL') {
-          try {
-            tlsOptions = serverTlsOptions(spec.name, config.raw);
-          } catch (err) {
-            if (err instanceof TlsConfigError) throw new StartError(err.message);
-            throw err;
-          }
+        try {
+          if (protocol === 'SSL' || protocol === 'SASL_SSL') tlsOptions = serverTlsOptions(spec.name, config.raw);
+          if (protocol === 'SASL_PLAINTEXT' || protocol === 'SASL_SSL') saslListeners.set(spec.name, saslListener(spec.name, config.raw));
+        } catch (err) {
+          if (err instanceof TlsConfigError || err instanceof SaslConfigError) throw new StartError(err.message);
+          throw err;
         }
         bound.push(await listen(spec, config.values.int('max.connections'), tlsOptions, log));
       }
@@ -263,7 +267,7 @@ export class Broker {
     ).start();
     // Followers copy their leaders' partitions (only brokers of a cluster follow anyone).
     const fetchers = new ReplicaFetchers(config.nodeId, store, replicas, log, { listener: config.interBrokerListener }).start();
-    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, transactions, shares, fetchers, channel, unlock);
+    const broker = new Broker(config, log, identity.clusterId, dataDir, bound, advertised, store, logs, replicas, groups, transactions, shares, fetchers, channel, unlock, saslListeners);
     const live = store;
     broker.maxConnections = () => Number(BrokerConfigs.of(live.image(), staticConfig, config.nodeId).value('max.connections'));
     const services: BrokerServices = {
@@ -332,6 +336,7 @@ export class Broker {
       },
       dispatch,
       this.log,
+      this.saslListeners.get(listener) ?? null,
     );
     this.connections.add(conn);
     socket.on('close', () => this.connections.delete(conn));

@@ -195,14 +195,16 @@ describe("Kafka's keys", () => {
     expect(message).toContain('(from command line)');
   });
 
-  it('serves PLAINTEXT and SSL listeners, and refuses a SASL one rather than serve it without authentication', () => {
-    expect(resolveConfig([flags({ listeners: 'SSL://127.0.0.1:9093' })]).securityProtocols).toEqual(new Map([['SSL', 'SSL']]));
-    expect(
-      configError(() => resolveConfig([flags({ listeners: 'PLAINTEXT://127.0.0.1:9092,SECURE://127.0.0.1:9093', 'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL' })]))
-        .message,
-    ).toContain('listener SECURE asks for SASL_SSL');
-    expect(configError(() => resolveConfig([flags({ listeners: 'SASL_PLAINTEXT://127.0.0.1:9092' })])).message).toContain('asks for SASL_PLAINTEXT');
+  it('takes listeners of the four security protocols, by listener.security.protocol.map', () => {
+    const config = resolveConfig([
+      flags({
+        listeners: 'PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093,SECURE://127.0.0.1:9094,SASL_PLAINTEXT://127.0.0.1:9095',
+        'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,SSL:SSL,SECURE:SASL_SSL,SASL_PLAINTEXT:SASL_PLAINTEXT',
+      }),
+    ]);
+    expect(config.securityProtocols).toEqual(new Map([['PLAINTEXT', 'PLAINTEXT'], ['SSL', 'SSL'], ['SECURE', 'SASL_SSL'], ['SASL_PLAINTEXT', 'SASL_PLAINTEXT']]));
     expect(configError(() => resolveConfig([flags({ listeners: 'CLIENT://127.0.0.1:9092' })])).message).toContain('CLIENT:PLAINTEXT');
+    expect(configError(() => resolveConfig([flags({ listeners: 'A://127.0.0.1:9092', 'listener.security.protocol.map': 'A:TLS' })])).message).toContain('TLS is not a security protocol');
   });
 
   it('keeps the brokers of a cluster talking over a PLAINTEXT listener', () => {

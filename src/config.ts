@@ -34,7 +34,7 @@ export interface BrokerConfig {
   readonly listeners: readonly ListenerSpec[];
   /** The listener brokers of a cluster use to reach each other: inter.broker.listener.name, else the first listener. */
   readonly interBrokerListener: string;
-  /** Each served listener's security protocol (listener.security.protocol.map): PLAINTEXT or SSL. */
+  /** Each served listener's security protocol (listener.security.protocol.map): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. */
   readonly securityProtocols: ReadonlyMap<string, string>;
   readonly advertisedListeners: readonly ListenerSpec[] | null;
   /** The first of logDirs: the broker's own files (meta.properties, the local metadata store) live there. */
@@ -178,9 +178,17 @@ function keyKind(key: string): 'gregor' | 'kafka' | 'other' | undefined {
   return undefined;
 }
 
+/** The TLS and SASL keys gregor reads for its SSL and SASL listeners (src/tls.ts, src/sasl.ts), also under a listener prefix. */
+const SECURITY_KEYS: ReadonlySet<string> = new Set([
+  'ssl.keystore.type', 'ssl.keystore.location', 'ssl.keystore.password', 'ssl.key.password', 'ssl.keystore.certificate.chain', 'ssl.keystore.key',
+  'ssl.truststore.type', 'ssl.truststore.location', 'ssl.truststore.certificates', 'ssl.truststore.password', 'ssl.client.auth',
+  'sasl.enabled.mechanisms', 'sasl.jaas.config', 'plain.sasl.jaas.config',
+]);
+
 /** Whether gregor acts on a key it takes; the others are listed once at start as not applying. */
 function applies(key: string): boolean {
-  return key in CONFIG_DEFS || LISTED_BROKER_CONFIGS.includes(key) || LISTENER_KEYS.has(key);
+  const unprefixed = /^listener\.name\.[^.]+\.(.+)$/.exec(key)?.[1] ?? key;
+  return key in CONFIG_DEFS || LISTED_BROKER_CONFIGS.includes(key) || LISTENER_KEYS.has(key) || SECURITY_KEYS.has(unprefixed);
 }
 
 /** listener.security.protocol.map, e.g. 'CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT' -> Map { CONTROLLER => PLAINTEXT, PLAINTEXT => PLAINTEXT }. */
@@ -237,9 +245,7 @@ export function resolveConfig(sources: readonly ConfigSource[]): BrokerConfig {
     if (protocol === undefined) {
       throw new ConfigError(`listeners: listener ${l.name} has no security protocol; map it in listener.security.protocol.map, e.g. ${l.name}:PLAINTEXT`);
     }
-    if (protocol !== 'PLAINTEXT' && protocol !== 'SSL') {
-      throw new ConfigError(`listeners: listener ${l.name} asks for ${protocol}, which gregor does not serve; it would serve plaintext where clients expect ${protocol}. Use a PLAINTEXT or SSL listener`);
-    }
+
   }
   const adv = get('advertised.listeners');
   const advertisedListeners =

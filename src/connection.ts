@@ -11,8 +11,12 @@ import { Writer } from '../wire/writer.js';
 import { codecFor } from '../wire/codec.js';
 import { API_VERSIONS_KEY, finishFrame, readHeaderRest, readHeaderStart, requestHeaderVersion, responseHeaderVersion, startResponse } from '../wire/headers.js';
 import { ErrorCode } from '../wire/errors.js';
-import { NO_RESPONSE, type ApiHandler, type BrokerServices, type RequestContext } from '../api/handler.js';
+import { NO_RESPONSE, type ApiHandler, type BrokerServices, type RequestContext, type SaslExchange } from '../api/handler.js';
+import { saslExchange, type SaslListener } from './sasl.js';
 import { apiVersionsBody } from '../api/api-versions.js';
+
+const SASL_HANDSHAKE_KEY = 17;
+const SASL_AUTHENTICATE_KEY = 36;
 
 /**
  * Array elements one request may decode into. Far above what real clients send
@@ -61,7 +65,11 @@ export class Connection {
     private readonly limits: ConnectionLimits,
     private readonly dispatch: Dispatch,
     private readonly log: Logger,
+    sasl: SaslListener | null = null,
   ) {
+    this.sasl = sasl === null ? null : saslExchange(sasl, (principal) => {
+      this.principal = principal;
+    });
     this.remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
     socket.setNoDelay(true);
     socket.setTimeout(limits.idleMs, () => this.close('idle for connections.max.idle.ms'));
@@ -82,6 +90,10 @@ export class Connection {
   }
 
   private readonly closeCallbacks: (() => void)[] = [];
+  /** On a SASL listener, the exchange until the client has authenticated; null once it has, or on other listeners. */
+  private sasl: SaslExchange | null;
+  /** Who the client authenticated as ('User:NAME'); ANONYMOUS without authentication, as in Kafka. */
+  principal = 'User:ANONYMOUS';
 
   /** Runs `cb` once when the connection closes (at once when it has). */
   onClose(cb: () => void): void {
@@ -224,6 +236,10 @@ export class Connection {
       if (apiKey === API_VERSIONS_KEY) return this.unsupportedApiVersions(correlationId);
       return { close: `${handler.name} v${apiVersion} is not supported (serving v${handler.minVersion}-${handler.maxVersion})` };
     }
+    // Before authentication a SASL listener serves ApiVersions and the SASL requests only, as Kafka does.
+    if (this.sasl !== null && apiKey !== API_VERSIONS_KEY && apiKey !== SASL_HANDSHAKE_KEY && apiKey !== SASL_AUTHENTICATE_KEY) {
+      return { close: `${handler.name} request before SASL authentication` };
+    }
     const clientId = readHeaderRest(r, requestHeaderVersion(apiKey, apiVersion, handler.request));
     if (r.error) return { close: `malformed ${handler.name} v${apiVersion} header: ${r.error}` };
     const codec = codecFor(handler.request, apiVersion);
@@ -241,6 +257,7 @@ export class Connection {
       clientHost: this.socket.remoteAddress ?? '',
       services: this.dispatch.services,
       onConnectionClose: (cb: () => void) => this.onClose(cb),
+      ...(this.sasl !== null ? { sasl: this.sasl } : {}),
     };
     let res: unknown;
     try {
@@ -254,12 +271,34 @@ export class Connection {
       }
     }
     if (res === NO_RESPONSE) return null;
+    // The end of a SASL exchange: authenticated, or answered and then closed.
+    let thenClose: string | null = null;
+    if (apiKey === SASL_AUTHENTICATE_KEY && this.sasl !== null) {
+      const { errorCode, errorMessage } = res as { errorCode: number; errorMessage: string | null };
+      if (errorCode === ErrorCode.NONE) {
+        this.sasl = null;
+        this.log.info({ remote: this.remote, listener: this.listener, principal: this.principal }, 'SASL authentication succeeded');
+      } else {
+        thenClose = `SASL authentication failed: ${errorMessage ?? errorCode}`;
+      }
+    }
     try {
       const w = new Writer(1024);
       const start = startResponse(w, correlationId, responseHeaderVersion(apiKey, apiVersion, handler.response));
       codecFor(handler.response, apiVersion).encode(w, res);
       finishFrame(w, start);
-      return { chunks: w.finishChunks(), sent: w.whenSent() };
+      const sent = w.whenSent();
+      if (thenClose !== null) {
+        const reason = thenClose;
+        return {
+          chunks: w.finishChunks(),
+          sent: () => {
+            sent?.();
+            this.close(reason, 'info');
+          },
+        };
+      }
+      return { chunks: w.finishChunks(), sent };
     } catch (err) {
       this.log.error({ err, api: handler.name, version: apiVersion }, 'could not encode response');
       return { close: `${handler.name} v${apiVersion} response could not be encoded` };
