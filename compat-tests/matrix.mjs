@@ -18,7 +18,7 @@ import { gregorProxiedArgs, proxiedEnv, reserveProxiedListener, reserveProxiedLi
 // The one list of scenarios every client is asked to run.
 export const SCENARIOS = [
   'admin', 'broker-configs', 'consumer-group-rules', 'corrupt-batch', 'feature-rules', 'group', 'group-admin', 'group-configs', 'group-consumer', 'group-migration', 'idempotent', 'idempotent-cut', 'log-dirs',
-  'metadata', 'metadata-rules', 'produce', 'roundtrip', 'share-group', 'share-group-rules',
+  'metadata', 'metadata-rules', 'produce', 'roundtrip', 'sasl-rules', 'share-group', 'share-group-rules',
   'streams-eos', 'streams-groups', 'topic-partitions', 'txn', 'txn-cluster',
 ];
 

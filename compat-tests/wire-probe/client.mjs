@@ -947,6 +947,32 @@ async function brokerConfigsScenario(bootstrap) {
   expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
 }
 
+// sasl-rules
+
+/** The SASL requests on a listener without SASL, as Kafka 4.4 answers them. */
+async function saslRules(bootstrap) {
+  const p = await Probe.connect(bootstrap);
+  const results = [];
+  try {
+    for (const v of [0, 1]) {
+      const r = await p.request(17, v, { mechanism: 'PLAIN' });
+      results.push(check(`SaslHandshake v${v} on a PLAINTEXT listener`, [r.errorCode, r.mechanisms], [ErrorCode.ILLEGAL_SASL_STATE, []]));
+    }
+    for (const v of [0, 1, 2]) {
+      const r = await p.request(36, v, { authBytes: Buffer.from('\u0000user\u0000password') });
+      results.push(
+        check(`SaslAuthenticate v${v} on a PLAINTEXT listener`, [r.errorCode, r.errorMessage], [ErrorCode.ILLEGAL_SASL_STATE, 'SaslAuthenticate request received after successful authentication']),
+      );
+    }
+    // The connection is still served.
+    const m = await p.request(3, 12, metadataRequest([]));
+    results.push(check('Metadata v12 after them', m.brokers.length > 0, true));
+  } finally {
+    p.close();
+  }
+  expect(results.every(Boolean), `${results.filter((r) => !r).length} of ${results.length} rules differ from Kafka's`);
+}
+
 // share-group-rules
 
 const SHARE_LOCK_MS = 15_000;
@@ -1132,6 +1158,7 @@ runScenarios({
     'log-dirs': logDirsScenario,
     'group-configs': groupConfigsScenario,
     'broker-configs': brokerConfigsScenario,
+    'sasl-rules': saslRules,
     'share-group-rules': shareGroupRules,
   },
 });
