@@ -2,9 +2,9 @@
  * SaslHandshake (key 17), versions 0-1: a client on a SASL listener names
  * its mechanism; the answer lists the listener's mechanisms, with
  * UNSUPPORTED_SASL_MECHANISM for one it does not take. Version 1 goes on
- * with SaslAuthenticate requests; version 0's raw tokens (no Kafka framing,
- * Kafka 0.10.0's clients) are not served: a token that is not a request
- * closes the connection. On a listener without SASL, or after the
+ * with SaslAuthenticate requests; after version 0 the client's next frame is
+ * its raw SASL token (Kafka 0.10.0's flow, still kafka-python 2.0's), which
+ * the connection takes (src/connection.ts). On a listener without SASL, or after the
  * connection has authenticated, the answer is ILLEGAL_SASL_STATE, as Kafka
  * answers it.
  */

@@ -94,6 +94,8 @@ export class Connection {
   private sasl: SaslExchange | null;
   /** Who the client authenticated as ('User:NAME'); ANONYMOUS without authentication, as in Kafka. */
   principal = 'User:ANONYMOUS';
+  /** After a SaslHandshake v0, the next frame is the client's raw SASL token, not a request (Kafka 0.10.0's flow). */
+  private saslRawTokenNext = false;
 
   /** Runs `cb` once when the connection closes (at once when it has). */
   onClose(cb: () => void): void {
@@ -226,6 +228,7 @@ export class Connection {
 
   /** Decodes one frame, runs its handler and encodes the answer; never throws. */
   async handleFrame(frame: Buffer): Promise<Outcome> {
+    if (this.saslRawTokenNext && this.sasl !== null) return this.rawSaslToken(frame);
     const r = new Reader(frame);
     r.elementBudget = MAX_ELEMENTS_PER_REQUEST;
     const { apiKey, apiVersion, correlationId } = readHeaderStart(r);
@@ -271,6 +274,7 @@ export class Connection {
       }
     }
     if (res === NO_RESPONSE) return null;
+    if (apiKey === SASL_HANDSHAKE_KEY && apiVersion === 0 && this.sasl !== null && (res as { errorCode: number }).errorCode === ErrorCode.NONE) this.saslRawTokenNext = true;
     // The end of a SASL exchange: authenticated, or answered and then closed.
     let thenClose: string | null = null;
     if (apiKey === SASL_AUTHENTICATE_KEY && this.sasl !== null) {
@@ -303,6 +307,19 @@ export class Connection {
       this.log.error({ err, api: handler.name, version: apiVersion }, 'could not encode response');
       return { close: `${handler.name} v${apiVersion} response could not be encoded` };
     }
+  }
+
+  /**
+   * A raw SASL token after SaslHandshake v0: authenticated, the answer is the server's (empty)
+   * token, size-prefixed; refused, the connection closes without an answer, as in Kafka.
+   */
+  private rawSaslToken(token: Buffer): Outcome {
+    this.saslRawTokenNext = false;
+    const result = this.sasl!.authenticate(token);
+    if (!result.done) return { close: `SASL authentication failed: ${result.message}` };
+    this.sasl = null;
+    this.log.info({ remote: this.remote, listener: this.listener, principal: this.principal }, 'SASL authentication succeeded');
+    return { chunks: [Buffer.alloc(4)], sent: null };
   }
 
   /** KIP-511: a version we do not know still gets the table, in the v0 layout. */

@@ -1,7 +1,8 @@
 /**
  * SASL/PLAIN listeners end to end: kafkajs 2.2.4 authenticates over
  * SASL_PLAINTEXT and SASL_SSL (certificates from a throw-away CA made here
- * with openssl), kcat (Debian's librdkafka 2.0.2) over SASL_SSL; a wrong
+ * with openssl), kcat (Debian's librdkafka 2.0.2) and kafka-python (Debian's 2.0.2, with
+ * SaslHandshake v0 and raw tokens) over SASL_SSL; a wrong
  * password, an unknown user and a client that skips authentication are
  * refused while the broker goes on serving; the users' passwords never
  * reach the log.
@@ -15,7 +16,7 @@ import { Kafka, logLevel, type SASLOptions } from 'kafkajs';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startBroker, type Broker } from './index.js';
-import { FrameClient, metadataV0Request, withTimeout } from './test-utils.js';
+import { FrameClient, metadataV0Request, runPython, withTimeout } from './test-utils.js';
 
 const execFileAsync = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'gregor-sasl-'));
@@ -140,6 +141,28 @@ describe('SASL/PLAIN listeners', () => {
       (err: { stderr?: string }) => err.stderr ?? '',
     );
     expect(refused).toMatch(/Authentication failed|SASL authentication error/);
+  });
+
+  it('authenticate kafka-python (Debian python3-kafka) with PLAIN over SASL_SSL', async () => {
+    const { saslSsl } = await saslBroker();
+    const script = [
+      'import sys',
+      'from kafka import KafkaProducer, KafkaConsumer',
+      "opts = dict(bootstrap_servers=sys.argv[1], security_protocol='SASL_SSL', sasl_mechanism='PLAIN', sasl_plain_username='alice', sasl_plain_password=sys.argv[3], ssl_cafile=sys.argv[2])",
+      "p = KafkaProducer(acks='all', **opts)",
+      "for i in range(3): p.send('from-python', b'py%d' % i).get(timeout=20)",
+      'p.close()',
+      "c = KafkaConsumer('from-python', auto_offset_reset='earliest', consumer_timeout_ms=10000, **opts)",
+      "print(','.join(m.value.decode() for m in c))",
+    ].join('\n');
+    const ok = await runPython(script, [saslSsl, file('ca.pem'), 'alice-secret'], 60_000);
+    expect(ok.err).not.toMatch(/Traceback/);
+    expect(ok).toMatchObject({ code: 0 });
+    expect(ok.out.trim()).toBe('py0,py1,py2');
+    const refused = await runPython(script, [saslSsl, file('ca.pem'), 'wrong'], 60_000);
+    expect(refused.code).not.toBe(0);
+    // SaslHandshake v0's flow has no error answer: the broker closes the connection, and kafka-python finds no broker it can use.
+    expect(refused.err).toMatch(/NoBrokersAvailable/);
   });
 
   it.each<[Record<string, string>, string]>([
