@@ -272,16 +272,24 @@ final class ShareGroupScenario implements Scenario {
     private void restart() throws Exception {
         ClusterControl control = ClusterControl.fromEnv();
         String topic = "compat-share-restart-" + stamp;
-        createTopic(topic, 1);
-        TopicDescription t = waitForLeaders(topic, 1);
-        int leader = t.partitions().get(0).leader().id();
-        String topicId = t.topicId().toString();
         TopicDescription state = waitForLeaders(STATE_TOPIC, -1);
         int statePartitions = state.partitions().size();
         Map<Integer, Integer> stateLeaders = new TreeMap<>();
         for (TopicPartitionInfo p : state.partitions()) {
             stateLeaders.put(p.partition(), p.leader() == null || p.leader().isEmpty() ? -1 : p.leader().id());
         }
+        // The partition is led by a broker that leads partitions of __share_group_state too (after earlier
+        // restarts some brokers may lead none): its first replica is the first such broker.
+        int preferred = stateLeaders.values().stream().filter(id -> id >= 0).findFirst()
+                .orElseThrow(() -> new Failure(STATE_TOPIC + " has no leader: " + stateLeaders));
+        List<Integer> replicas = new ArrayList<>(List.of(preferred));
+        for (var node : get(admin.describeCluster().nodes(), "describeCluster")) {
+            if (node.id() != preferred && replicas.size() < 3) replicas.add(node.id());
+        }
+        get(admin.createTopics(List.of(new NewTopic(topic, Map.of(0, replicas)))).all(), "createTopics " + topic);
+        TopicDescription t = waitForLeaders(topic, 1);
+        int leader = t.partitions().get(0).leader().id();
+        String topicId = t.topicId().toString();
         String group = null;
         int statePartition = -1;
         for (int i = 0; i < 1000 && group == null; i++) {
