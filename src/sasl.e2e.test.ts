@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Kafka, logLevel, type SASLOptions } from 'kafkajs';
+import { ConfigResourceTypes, Kafka, logLevel, type SASLOptions } from 'kafkajs';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startBroker, type Broker } from './index.js';
@@ -115,6 +115,18 @@ describe('SASL/PLAIN listeners', () => {
     expect(lines.some((l) => l.msg === 'closing connection' && String(l.reason).startsWith('SASL authentication failed: Authentication failed: Invalid username or password'))).toBe(true);
     // Still serving, on every listener.
     expect(await produceAndCount(client(plain, undefined), 'plain-beside', 1)).toBe('1');
+    // DescribeConfigs shows the JAAS lines as sensitive, without their value, as Kafka does.
+    const admin = client(plain, undefined).admin();
+    await admin.connect();
+    closers.push(() => admin.disconnect());
+    const described = await admin.describeConfigs({ resources: [{ type: ConfigResourceTypes.BROKER, name: '1' }], includeSynonyms: false });
+    const jaas = described.resources[0]!.configEntries.filter((e) => e.configName.endsWith('sasl.jaas.config'));
+    expect(jaas.map((e) => [e.configName, e.configValue, e.isSensitive])).toEqual([
+      ['sasl.jaas.config', null, true],
+      ['listener.name.sasl_plaintext.plain.sasl.jaas.config', null, true],
+      ['listener.name.sasl_ssl.plain.sasl.jaas.config', null, true],
+    ]);
+    expect(JSON.stringify(described)).not.toContain('secret');
     // No password in the log.
     const logged = JSON.stringify(lines);
     for (const secret of ['admin-secret', 'alice-secret', 'not-hers']) expect(logged).not.toContain(secret);
