@@ -17,6 +17,8 @@ import { apiVersionsBody } from '../api/api-versions.js';
 
 const SASL_HANDSHAKE_KEY = 17;
 const SASL_AUTHENTICATE_KEY = 36;
+/** Kafka's sasl.server.max.receive.size default: the largest frame a connection may send before it has authenticated. */
+const SASL_MAX_RECEIVE_BYTES = 524288;
 
 /**
  * Array elements one request may decode into. Far above what real clients send
@@ -116,6 +118,11 @@ export class Connection {
       const size = this.peekSize();
       if (size < 0 || size > this.limits.maxRequestBytes) {
         this.close(`request size ${size} is outside 0..socket.request.max.bytes (${this.limits.maxRequestBytes})`, 'warn');
+        return;
+      }
+      // Before authentication, frames are bounded by sasl.server.max.receive.size's default, as in Kafka.
+      if (this.sasl !== null && size > SASL_MAX_RECEIVE_BYTES) {
+        this.close(`request size ${size} before SASL authentication is above ${SASL_MAX_RECEIVE_BYTES} bytes`, 'warn');
         return;
       }
       if (this.buffered < 4 + size) break;

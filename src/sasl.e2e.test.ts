@@ -141,6 +141,17 @@ describe('SASL/PLAIN listeners', () => {
     expect(c.frames).toEqual([]);
   });
 
+  it('close a connection that sends a frame over 512 KiB before authenticating, and keep serving', async () => {
+    const { sasl } = await saslBroker();
+    const [host, port] = sasl.split(':');
+    const c = await FrameClient.connect(Number(port), host);
+    const big = Buffer.alloc(4);
+    big.writeInt32BE(524289, 0);
+    c.send(big);
+    await withTimeout(c.closed, 5000, 'the broker to close the connection');
+    expect(await produceAndCount(client(sasl, { mechanism: 'plain', username: 'alice', password: 'alice-secret' }), 'after-big', 1)).toBe('1');
+  });
+
   it('authenticate kcat (librdkafka 2.0.2) with PLAIN over SASL_SSL', async () => {
     const { saslSsl, plain } = await saslBroker();
     expect(await produceAndCount(client(plain, undefined), 'for-kcat', 4)).toBe('4');
