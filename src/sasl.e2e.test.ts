@@ -7,8 +7,8 @@
  * refused while the broker goes on serving; the users' passwords never
  * reach the log.
  */
-import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -16,6 +16,7 @@ import { ConfigResourceTypes, Kafka, logLevel, type SASLOptions } from 'kafkajs'
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startBroker, type Broker } from './index.js';
+import { advertisedAddress, makeTestCertificates } from './test-certs.js';
 import { FrameClient, metadataV0Request, runPython, withTimeout } from './test-utils.js';
 
 const execFileAsync = promisify(execFile);
@@ -27,14 +28,7 @@ const closers: (() => Promise<unknown>)[] = [];
 
 const JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";';
 
-beforeAll(() => {
-  const openssl = (...args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=gregor test CA');
-  writeFileSync(file('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=server');
-  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'server.ext');
-  writeFileSync(file('server.pem'), readFileSync(file('server.key'), 'utf8') + readFileSync(file('server.crt'), 'utf8'));
-});
+beforeAll(() => makeTestCertificates(dir));
 
 afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c().catch(() => {});
@@ -66,11 +60,7 @@ async function saslBroker(onLog: (l: LogLine) => void = () => {}, extra: Record<
     { log },
   );
   brokers.push(b);
-  const at = (listener: string): string => {
-    const e = b.advertised.find((x) => x.listener === listener)!;
-    return `${e.host}:${e.port}`;
-  };
-  return { plain: at('PLAINTEXT'), sasl: at('SASL_PLAINTEXT'), saslSsl: at('SASL_SSL') };
+  return { plain: advertisedAddress(b, 'PLAINTEXT'), sasl: advertisedAddress(b, 'SASL_PLAINTEXT'), saslSsl: advertisedAddress(b, 'SASL_SSL') };
 }
 
 function client(bootstrap: string, sasl: SASLOptions | undefined, ssl = false): Kafka {

@@ -6,15 +6,16 @@
  * required certificate are refused while the broker keeps serving. Keys as
  * Kafka names them: PEM keystores (a file, or inline) and PKCS12 files.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startBroker, type Broker } from './index.js';
+import { advertisedAddress, makeTestCertificates, openssl, P12_PASSWORD } from './test-certs.js';
 
 const execFileAsync = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'gregor-tls-'));
@@ -23,21 +24,7 @@ const brokers: Broker[] = [];
 const dataDirs: string[] = [];
 const closers: (() => Promise<unknown>)[] = [];
 
-function openssl(...args: string[]): void {
-  execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-}
-
-/** A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate, all signed by the CA. */
-beforeAll(() => {
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=gregor test CA');
-  writeFileSync(file('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  for (const who of ['server', 'client']) {
-    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${who}.key`, '-out', `${who}.csr`, '-subj', `/CN=${who}/O=gregor tests`);
-    openssl('x509', '-req', '-in', `${who}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${who}.crt`, '-days', '2', ...(who === 'server' ? ['-extfile', 'server.ext'] : []));
-  }
-  writeFileSync(file('server.pem'), readFileSync(file('server.key'), 'utf8') + readFileSync(file('server.crt'), 'utf8'));
-  openssl('pkcs12', '-export', '-in', 'server.crt', '-inkey', 'server.key', '-out', 'server.p12', '-passout', 'pass:store-secret');
-});
+beforeAll(() => makeTestCertificates(dir));
 
 afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c().catch(() => {});
@@ -65,11 +52,7 @@ async function tlsBroker(ssl: Record<string, string>, onLog: (l: LogLine) => voi
     { log },
   );
   brokers.push(b);
-  const at = (listener: string): string => {
-    const e = b.advertised.find((x) => x.listener === listener)!;
-    return `${e.host}:${e.port}`;
-  };
-  return { plain: at('PLAINTEXT'), secure: at('SSL') };
+  return { plain: advertisedAddress(b, 'PLAINTEXT'), secure: advertisedAddress(b, 'SSL') };
 }
 
 function client(bootstrap: string, ssl: object | undefined): Kafka {
@@ -126,7 +109,7 @@ describe('SSL listeners', () => {
       {
         'listener.name.ssl.ssl.keystore.type': 'PKCS12',
         'listener.name.ssl.ssl.keystore.location': file('server.p12'),
-        'listener.name.ssl.ssl.keystore.password': 'store-secret',
+        'listener.name.ssl.ssl.keystore.password': P12_PASSWORD,
         'ssl.truststore.type': 'PEM',
         'ssl.truststore.location': file('ca.pem'),
         'ssl.client.auth': 'required',
@@ -144,7 +127,7 @@ describe('SSL listeners', () => {
     expect(await roundTrip(client(secure, withCert), 'mutual-tls', ['x', 'y'])).toEqual(['x', 'y']);
     expect(await roundTrip(client(plain, undefined), 'plain-beside', ['p'])).toEqual(['p']);
     // The keystore password never reaches the log.
-    expect(JSON.stringify(lines)).not.toContain('store-secret');
+    expect(JSON.stringify(lines)).not.toContain(P12_PASSWORD);
   });
 
   it('take a PEM keystore inline, as Kafka writes it on one line, and read with kcat (librdkafka)', async () => {
@@ -170,7 +153,7 @@ describe('SSL listeners', () => {
   });
 
   it('refuse a client certificate the truststore does not vouch for when ssl.client.auth=required', async () => {
-    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'stranger.key', '-out', 'stranger.crt', '-days', '2', '-subj', '/CN=stranger');
+    openssl(dir, 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'stranger.key', '-out', 'stranger.crt', '-days', '2', '-subj', '/CN=stranger');
     const { secure } = await tlsBroker({
       'ssl.keystore.type': 'PEM',
       'ssl.keystore.location': file('server.pem'),
