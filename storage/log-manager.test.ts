@@ -198,7 +198,8 @@ describe('LogManager.delete', () => {
     expect(existsSync(join(dataDir, 'to-go-0'))).toBe(false);
     expect(readdirSync(dataDir).filter((n) => /^to-go-0\.[0-9a-f]{32}-delete$/.test(n))).toHaveLength(1);
     await vi.waitFor(() => expect(readdirSync(dataDir).sort()).toEqual(['to-go-1']), { timeout: 5000, interval: 10 });
-    expect(logger.lines.some((l) => l.msg === 'deleted log directory')).toBe(true);
+    // The removal is logged once it has finished, which can be a moment after the directory is gone.
+    await vi.waitFor(() => expect(logger.lines.some((l) => l.msg === 'deleted log directory')).toBe(true), { timeout: 5000, interval: 10 });
     // The name is free for a new, empty log.
     expect(m.getOrCreate('to-go', 0).logEndOffset).toBe(0n);
   });
